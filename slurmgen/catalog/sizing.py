@@ -1,0 +1,300 @@
+"""Right-size slurmd pods to what Karpenter believes a node can hold.
+
+Karpenter picks an instance by comparing pod requests with its *pre-launch estimate* of the
+node's allocatable (AL2023, default kubelet). If the slurmd pod asks for more than that, Karpenter
+never launches the type; if it asks for much less, GPUs sit next to idle CPU and memory. So the
+slurmd pod is sized from the very same formula (reference argocd-karpenter-fsx-nlb.md §2.6),
+minus a reserve for the DaemonSets that share the node, with requests == limits so the pod is
+Guaranteed QoS and Slurm's cgroup view matches what the kubelet enforces.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from slurmgen.catalog.catalog import EFA_RESOURCE, InstanceType
+
+# nodeadm / Karpenter constants (reference §2.6).
+# kube-reserved CPU: basis points charged on each millicore range [start, end).
+KUBE_RESERVED_CPU_RANGES: tuple[tuple[int, int | None, int], ...] = (
+    (0, 1000, 600),  # 6% of the 1st core
+    (1000, 2000, 100),  # 1% of the 2nd core
+    (2000, 4000, 50),  # 0.5% of cores 3-4
+    (4000, None, 25),  # 0.25% of every core above 4
+)
+KUBE_RESERVED_MEMORY_PER_POD_MI = 11
+KUBE_RESERVED_MEMORY_BASE_MI = 255
+EVICTION_HARD_MEMORY_MI = 100
+VM_MEMORY_OVERHEAD_PER_MILLE = 75  # VM_MEMORY_OVERHEAD_PERCENT = 0.075
+ARM64_VM_OVERHEAD_MI = 64
+CPU_GRANULARITY_M = 10  # requests are floored to 10m: readable figures, at most 9m lost per pod
+# Slurm must not hand jobs the whole container limit: slurmd/slurmstepd live in the same cgroup,
+# and an OOM there kills slurmd (node DOWN) instead of failing one job.
+SLURM_MEMORY_HEADROOM_MIN_MI = 256
+SLURM_MEMORY_HEADROOM_MAX_MI = 4096
+SLURM_MEMORY_HEADROOM_PER_MILLE = 10  # 1% of the pod limit, clamped to [256 Mi, 4 Gi]
+
+
+class SizingError(ValueError):
+    """The requested pod shape cannot be built on this instance type; message is user-facing."""
+
+
+@dataclass(frozen=True)
+class Allocatable:
+    """Node allocatable as Karpenter estimates it before launch (AL2023, default kubelet)."""
+
+    cpu_m: int
+    memory_mi: int
+    accelerators: int
+    efa: int
+    pods: int
+
+
+@dataclass(frozen=True)
+class DaemonSetReserve:
+    """CPU/memory left on every node for DaemonSets, subtracted before sizing slurmd.
+
+    Defaults: 190m CPU / 640 Mi.
+    - CPU is what DaemonSets *request* (the scheduler only sums requests). On this platform that is
+      roughly kube-proxy 100m + VPC CNI aws-node 25m (+25m network-policy agent) + EFA plugin 10m;
+      the NVIDIA device plugin, FSx CSI node, node-exporter and Pod Identity agent charts request
+      nothing by default. ~160m, so 190m leaves ~30m slack for a future agent. (These per-chart
+      figures are from the charts' default values as commonly published, not from the pinned
+      versions in shared/reference: confirm with `kubectl describe node` on a first node.)
+    - Memory covers what those agents actually *use* (~300-400 Mi working set together), not just
+      their requests (~20 Mi): a Guaranteed slurmd pod sized to the last MiB would otherwise push the
+      node into memory pressure and get BestEffort agents evicted.
+    - 190m is also the largest 10m step that keeps slurmd >= 90% of allocatable CPU on 2-vCPU types
+      (m6i.large: 1930m allocatable). Raise it if you add DaemonSets (e.g. dcgm-exporter ~ 500 Mi)
+      and accept the lower ratio on the smallest types, or set explicit requests on the DaemonSets so
+      their sum stays inside the reserve.
+    """
+
+    cpu_m: int = 190
+    memory_mi: int = 640
+
+    def __post_init__(self) -> None:
+        """A negative reserve would size slurmd above allocatable; refuse it up front."""
+        if self.cpu_m < 0 or self.memory_mi < 0:
+            raise SizingError(f"DaemonSet reserve must not be negative, got {self.cpu_m}m CPU / {self.memory_mi}Mi")
+
+
+DEFAULT_RESERVE = DaemonSetReserve()
+
+
+@dataclass(frozen=True)
+class PodShape:
+    """Per-pod resources for the slurmd pods of one NodeSet on one instance type."""
+
+    instance_type: str
+    pods_per_node: int
+    cpu_m: int
+    memory_mi: int
+    accelerators: int
+    accelerator_resource: str
+    efa: int
+
+    def requests(self) -> dict[str, str]:
+        """Kubernetes resource requests; all values are quantity strings (the API's own form)."""
+        resources = {"cpu": f"{self.cpu_m}m", "memory": f"{self.memory_mi}Mi"}
+        if self.accelerators:
+            resources[self.accelerator_resource] = str(self.accelerators)
+        if self.efa:
+            resources[EFA_RESOURCE] = str(self.efa)
+        return resources
+
+    def limits(self) -> dict[str, str]:
+        """Limits equal requests: Guaranteed QoS, so Slurm's cgroup view equals the kubelet's."""
+        return self.requests()
+
+
+def kube_reserved_cpu_m(vcpu: int) -> int:
+    """nodeadm's kube-reserved CPU for any vCPU count (range formula, floored per range like Karpenter)."""
+    total_m = vcpu * 1000
+    reserved = 0
+    for start, end, basis_points in KUBE_RESERVED_CPU_RANGES:
+        if total_m <= start:
+            break
+        span = (total_m if end is None else min(total_m, end)) - start
+        reserved += span * basis_points // 10_000
+    return reserved
+
+
+def kube_reserved_memory_mi(max_pods: int) -> int:
+    """nodeadm's kube-reserved memory: grows with max pods because each pod costs kubelet memory."""
+    return KUBE_RESERVED_MEMORY_PER_POD_MI * max_pods + KUBE_RESERVED_MEMORY_BASE_MI
+
+
+def vm_memory_overhead_mi(memory_mib: int, arch: str) -> int:
+    """Karpenter's guess of memory the hypervisor/kernel hides from the node before it has seen one."""
+    overhead = -(-memory_mib * VM_MEMORY_OVERHEAD_PER_MILLE // 1000)  # ceil without floats
+    return overhead + (ARM64_VM_OVERHEAD_MI if arch == "arm64" else 0)
+
+
+def allocatable(it: InstanceType) -> Allocatable:
+    """Karpenter's allocatable estimate: what its bin-packing compares pod requests against."""
+    memory_mi = (
+        it.memory_mib
+        - vm_memory_overhead_mi(it.memory_mib, it.arch)
+        - kube_reserved_memory_mi(it.max_pods)
+        - EVICTION_HARD_MEMORY_MI
+    )
+    return Allocatable(
+        cpu_m=it.vcpu * 1000 - kube_reserved_cpu_m(it.vcpu),
+        memory_mi=memory_mi,
+        accelerators=it.accelerator_count,
+        efa=it.efa_max,
+        pods=it.max_pods,
+    )
+
+
+def lookup(catalog: Mapping[str, InstanceType], name: str) -> InstanceType:
+    """Find a type by EC2 name; on a typo suggest the closest names instead of a bare KeyError."""
+    key = name.strip()
+    if key in catalog:
+        return catalog[key]
+    close = difflib.get_close_matches(key, list(catalog), n=3, cutoff=0.6)
+    if close:
+        raise SizingError(f"unknown instance type {name!r}; did you mean {', '.join(close)}?")
+    raise SizingError(
+        f"unknown instance type {name!r}; "
+        "add a line for it to slurmgen/catalog/instances.csv or to your own catalog csv"
+    )
+
+
+def _divisors(n: int) -> list[int]:
+    """Divisors of n in ascending order, to tell users which split values are valid."""
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _pods_for_accelerators(it: InstanceType, gpus_per_pod: int | None) -> int:
+    """How many slurmd pods share the node so that each gets an equal slice of the devices."""
+    if gpus_per_pod is None:
+        return 1
+    if gpus_per_pod < 1:
+        raise SizingError(f"gpusPerPod must be at least 1, got {gpus_per_pod}")
+    if not it.has_accelerator:
+        raise SizingError(f"{it.instance_type} has no accelerators; gpusPerPod is {gpus_per_pod}")
+    count, resource = it.accelerator_count, it.accelerator_resource
+    if gpus_per_pod > count:
+        raise SizingError(f"{it.instance_type} has {count} {resource}; gpusPerPod is {gpus_per_pod}")
+    if count % gpus_per_pod:
+        valid = ", ".join(map(str, _divisors(count)))
+        raise SizingError(
+            f"{it.instance_type} has {count} {resource}; gpusPerPod {gpus_per_pod} does not split them "
+            f"evenly (choose one of {valid})"
+        )
+    return count // gpus_per_pod
+
+
+def _pods_per_node(it: InstanceType, gpus_per_pod: int | None, pods_per_node: int | None) -> int:
+    """Accelerator types split by gpusPerPod; CPU-only types run one slurmd unless podsPerNode says otherwise."""
+    pods = _pods_for_accelerators(it, gpus_per_pod)
+    if pods_per_node is None:
+        return pods
+    if it.has_accelerator:
+        raise SizingError(
+            f"podsPerNode applies to CPU-only types; {it.instance_type} has {it.accelerator_count} "
+            f"{it.accelerator_resource}, use gpusPerPod instead"
+        )
+    if pods_per_node < 1:
+        raise SizingError(f"podsPerNode must be at least 1, got {pods_per_node}")
+    return pods_per_node
+
+
+def _efa_per_pod(it: InstanceType, efa: bool, pods: int) -> int:
+    """EFA devices per pod: all of them for one pod, an equal share when the node is split."""
+    if not efa:
+        return 0
+    if not it.has_efa:
+        raise SizingError(f"EFA requested but {it.instance_type} has no EFA interfaces ({EFA_RESOURCE})")
+    per_pod = it.efa_max // pods
+    if per_pod == 0:
+        hint = ""
+        if it.has_accelerator:
+            ok = [d for d in _divisors(it.accelerator_count) if it.efa_max // (it.accelerator_count // d) >= 1]
+            hint = f"; use gpusPerPod >= {ok[0]} or efa: false"
+        raise SizingError(
+            f"{it.instance_type} has {it.efa_max} {EFA_RESOURCE} for {pods} pods per node, "
+            f"fewer than one per pod{hint}"
+        )
+    return per_pod
+
+
+def _split(it: InstanceType, alloc: Allocatable, reserve: DaemonSetReserve, pods: int) -> tuple[int, int]:
+    """Per-pod CPU (floored to 10m) and memory (floored to 1Mi) so the sum never exceeds allocatable."""
+    free_cpu_m = alloc.cpu_m - reserve.cpu_m
+    free_memory_mi = alloc.memory_mi - reserve.memory_mi
+    if free_cpu_m <= 0 or free_memory_mi <= 0:
+        raise SizingError(
+            f"DaemonSet reserve ({reserve.cpu_m}m CPU, {reserve.memory_mi}Mi) leaves nothing for slurmd on "
+            f"{it.instance_type} (allocatable {alloc.cpu_m}m CPU, {alloc.memory_mi}Mi)"
+        )
+    cpu_m = free_cpu_m // pods // CPU_GRANULARITY_M * CPU_GRANULARITY_M
+    memory_mi = free_memory_mi // pods
+    if cpu_m < 1000:
+        raise SizingError(
+            f"{it.instance_type} split into {pods} pods leaves {cpu_m}m CPU per pod; "
+            "Slurm needs at least one whole CPU per node"
+        )
+    return cpu_m, memory_mi
+
+
+def pod_resources(
+    it: InstanceType,
+    *,
+    gpus_per_pod: int | None = None,
+    efa: bool = False,
+    reserve: DaemonSetReserve = DEFAULT_RESERVE,
+    pods_per_node: int | None = None,
+) -> PodShape:
+    """Size the slurmd pod(s) for one node: whole node by default, or an even split by gpusPerPod.
+
+    Splitting evenly (never a remainder) keeps every slurmd identical, so one NodeSet template and
+    one Slurm node definition fit all of them.
+    """
+    pods = _pods_per_node(it, gpus_per_pod, pods_per_node)
+    alloc = allocatable(it)
+    efa_per_pod = _efa_per_pod(it, efa, pods)
+    cpu_m, memory_mi = _split(it, alloc, reserve, pods)
+    return PodShape(
+        instance_type=it.instance_type,
+        pods_per_node=pods,
+        cpu_m=cpu_m,
+        memory_mi=memory_mi,
+        accelerators=it.accelerator_count // pods,
+        accelerator_resource=it.accelerator_resource,
+        efa=efa_per_pod,
+    )
+
+
+def slurm_real_memory_mb(shape: PodShape) -> int:
+    """RealMemory Slurm may hand to jobs: the pod limit minus headroom for slurmd itself."""
+    headroom = -(-shape.memory_mi * SLURM_MEMORY_HEADROOM_PER_MILLE // 1000)
+    headroom = min(max(headroom, SLURM_MEMORY_HEADROOM_MIN_MI), SLURM_MEMORY_HEADROOM_MAX_MI)
+    return max(shape.memory_mi - headroom, 1)
+
+
+def slurm_node_conf(it: InstanceType, shape: PodShape) -> dict[str, str]:
+    """Slurm's view of one slurmd pod, as ordered slurm.conf node keys (CPUs, RealMemory, Gres).
+
+    - CPUs: whole CPUs of the pod limit, so Slurm never promises a core the cgroup cannot give.
+    - RealMemory: in Slurm "MB" (MiB), slightly below the container limit (see slurm_real_memory_mb).
+    - Gres: ``gpu:<model>:<n>`` for NVIDIA only. Neuron gets no Gres on purpose: the reference only
+      documents GPU GRES (GresTypes=gpu, AutoDetect=nvidia/nvml); Slurm cannot auto-detect Neuron
+      devices, and a count-only ``neuron`` GRES without gres.conf File= lines would let Slurm
+      schedule devices it cannot bind. Device isolation for Neuron stays with Kubernetes (the pod
+      only sees the aws.amazon.com/neuron devices it was given).
+    """
+    conf = {"CPUs": str(shape.cpu_m // 1000), "RealMemory": str(slurm_real_memory_mb(shape))}
+    if it.is_nvidia and shape.accelerators:
+        model = f"{it.accelerator_model}:" if it.accelerator_model else ""
+        conf["Gres"] = f"gpu:{model}{shape.accelerators}"
+    return conf
+
+
+def format_node_conf(conf: Mapping[str, str]) -> str:
+    """Render node keys as the space-separated ``Key=Value`` string slurmd --conf / extraConf expect."""
+    return " ".join(f"{key}={value}" for key, value in conf.items())

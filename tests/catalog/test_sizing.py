@@ -1,0 +1,292 @@
+"""Allocatable matches Karpenter's estimate exactly, and slurmd pods use (almost) all of it, never more."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from slurmgen.catalog.catalog import InstanceType, load_catalog
+from slurmgen.catalog.sizing import (
+    DEFAULT_RESERVE,
+    Allocatable,
+    DaemonSetReserve,
+    PodShape,
+    SizingError,
+    allocatable,
+    format_node_conf,
+    kube_reserved_cpu_m,
+    lookup,
+    pod_resources,
+    slurm_node_conf,
+)
+from tests.catalog.test_catalog import reference_rows
+
+CATALOG = load_catalog()
+
+# argocd-karpenter-fsx-nlb.md §2.6: (type, vCPU, mem GiB, maxPods, Karpenter alloc CPU, Karpenter alloc mem)
+SECTION_2_6 = [
+    ("m6i.xlarge", 4, 16, 58, "3920m", "14162Mi"),
+    ("m7i.xlarge", 4, 16, 58, "3920m", "14162Mi"),
+    ("m7i.2xlarge", 8, 32, 58, "7910m", "29317Mi"),
+    ("g5.12xlarge", 48, 192, 737, "47810m", "173400Mi"),
+    ("g6e.48xlarge", 192, 1536, 492, "191450m", "1449132Mi"),
+    ("p4d.24xlarge", 96, 1152, 737, "95690m", "1082712Mi"),
+    ("p5.48xlarge", 192, 2048, 100, "191450m", "1938410Mi"),
+    ("p5en.48xlarge", 192, 2048, 198, "191450m", "1937332Mi"),
+    ("p6-b200.48xlarge", 192, 2048, 198, "191450m", "1937332Mi"),
+    ("trn2.48xlarge", 192, 2048, 100, "191450m", "1938410Mi"),
+]
+
+
+def cpu_type(vcpu: int, memory_mib: int, max_pods: int, arch: str = "amd64") -> InstanceType:
+    """A synthetic CPU-only type, for formula edges the catalog does not contain."""
+    it = InstanceType("t.test", vcpu, memory_mib, "amd64", max_pods, "", 0, "", 0, 0, 0, "test")
+    return dataclasses.replace(it, arch=arch)
+
+
+@pytest.mark.parametrize(("name", "vcpu", "mem_gib", "max_pods", "cpu", "memory"), SECTION_2_6)
+def test_allocatable_equals_the_section_2_6_table(
+    name: str, vcpu: int, mem_gib: int, max_pods: int, cpu: str, memory: str
+) -> None:
+    # given a type from the §2.6 table
+    it = CATALOG[name]
+    assert (it.vcpu, it.memory_mib, it.max_pods) == (vcpu, mem_gib * 1024, max_pods)
+    # when its allocatable is estimated
+    alloc = allocatable(it)
+    # then CPU and memory are exactly Karpenter's figures
+    assert (f"{alloc.cpu_m}m", f"{alloc.memory_mi}Mi") == (cpu, memory)
+
+
+def test_allocatable_equals_every_reference_csv_row() -> None:
+    # given all 45 rows with Karpenter's allocatable columns
+    for row in reference_rows():
+        # when estimated from the catalog entry
+        alloc = allocatable(CATALOG[row["instance_type"]])
+        # then both figures match to the unit
+        got = (f"{alloc.cpu_m}m", f"{alloc.memory_mi}Mi")
+        assert got == (row["karpenter_alloc_cpu"], row["karpenter_alloc_memory"]), row["instance_type"]
+
+
+def test_allocatable_carries_devices_and_pods() -> None:
+    # given p5.48xlarge, then allocatable also reports its GPUs, EFA and pod limit
+    assert allocatable(CATALOG["p5.48xlarge"]) == Allocatable(191450, 1938410, 8, 32, 100)
+
+
+@pytest.mark.parametrize(("vcpu", "reserved"), [(1, 60), (2, 70), (3, 75), (4, 80), (5, 82), (6, 85), (192, 550)])
+def test_kube_reserved_cpu_follows_the_range_formula_for_any_size(vcpu: int, reserved: int) -> None:
+    # given any vCPU count (including < 4 and odd counts), then ranges 6%/1%/0.5%/0.25% apply, floored per range
+    assert kube_reserved_cpu_m(vcpu) == reserved
+
+
+def test_arm64_pays_64_mib_extra_vm_overhead() -> None:
+    # given the same hardware as amd64 and arm64
+    amd, arm = cpu_type(4, 16384, 58), cpu_type(4, 16384, 58, arch="arm64")
+    # when estimated, then arm64 has 64 MiB less memory and the same CPU
+    assert allocatable(amd).memory_mi - allocatable(arm).memory_mi == 64
+    assert allocatable(amd).cpu_m == allocatable(arm).cpu_m
+
+
+def test_whole_node_gpu_pod_gets_every_device_and_all_but_the_reserve() -> None:
+    # given p5.48xlarge sized as one slurmd per node with EFA
+    shape = pod_resources(CATALOG["p5.48xlarge"], gpus_per_pod=None, efa=True, reserve=DEFAULT_RESERVE)
+    # then the pod holds all 8 GPUs, all 32 EFA, and allocatable minus the reserve
+    assert shape == PodShape("p5.48xlarge", 1, 191450 - 190, 1938410 - 640, 8, "nvidia.com/gpu", 32)
+    expected = {"cpu": "191260m", "memory": "1937770Mi", "nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
+    assert shape.requests() == expected
+    # and limits equal requests (Guaranteed QoS)
+    assert shape.limits() == shape.requests()
+
+
+def test_gpus_per_pod_equal_to_device_count_is_the_whole_node() -> None:
+    # given gpusPerPod equal to the device count
+    whole = pod_resources(CATALOG["g5.12xlarge"], gpus_per_pod=None, efa=True, reserve=DEFAULT_RESERVE)
+    same = pod_resources(CATALOG["g5.12xlarge"], gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
+    # then it is the same shape as not splitting at all
+    assert same == whole and same.pods_per_node == 1
+
+
+def test_partial_node_splits_gpus_efa_cpu_and_memory_evenly() -> None:
+    # given p5.48xlarge with 4 GPUs per pod
+    shape = pod_resources(CATALOG["p5.48xlarge"], gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
+    # then two pods share the node with 4 GPUs and 16 EFA each, CPU floored to 10m
+    assert (shape.pods_per_node, shape.accelerators, shape.efa) == (2, 4, 16)
+    assert (shape.cpu_m, shape.memory_mi) == (95630, 968885)
+    assert shape.requests() == {
+        "cpu": "95630m",
+        "memory": "968885Mi",
+        "nvidia.com/gpu": "4",
+        "vpc.amazonaws.com/efa": "16",
+    }
+
+
+def test_efa_off_requests_no_efa() -> None:
+    # given an EFA-capable type sized with efa=False
+    shape = pod_resources(CATALOG["p5.48xlarge"], gpus_per_pod=1, efa=False, reserve=DEFAULT_RESERVE)
+    # then no EFA is requested
+    assert shape.efa == 0 and "vpc.amazonaws.com/efa" not in shape.requests()
+    assert shape.pods_per_node == 8 and shape.accelerators == 1
+
+
+def test_neuron_pod_requests_neuron_devices() -> None:
+    # given trn2.48xlarge split into 4-device pods with EFA
+    shape = pod_resources(CATALOG["trn2.48xlarge"], gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
+    # then each pod requests 4 Neuron devices and a quarter of the EFA interfaces
+    assert shape.requests()["aws.amazon.com/neuron"] == "4"
+    assert (shape.pods_per_node, shape.efa) == (4, 4)
+
+
+def test_cpu_only_type_is_whole_node_unless_pods_per_node_is_given() -> None:
+    # given a CPU-only type
+    it = CATALOG["m7i.8xlarge"]
+    # when sized by default, then one pod with only cpu and memory
+    whole = pod_resources(it, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE)
+    assert whole.pods_per_node == 1 and set(whole.requests()) == {"cpu", "memory"}
+    # when split in four, then each pod gets a floored quarter
+    split = pod_resources(it, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE, pods_per_node=4)
+    assert (split.pods_per_node, split.cpu_m, split.memory_mi) == (4, 7910, 29418)
+
+
+def test_custom_reserve_is_subtracted() -> None:
+    # given a bigger reserve (e.g. dcgm-exporter added)
+    reserve = DaemonSetReserve(cpu_m=500, memory_mi=1024)
+    # when sizing, then exactly that much more is left out
+    shape = pod_resources(CATALOG["g5.12xlarge"], gpus_per_pod=None, efa=False, reserve=reserve)
+    assert (shape.cpu_m, shape.memory_mi) == (47810 - 500, 173400 - 1024)
+
+
+def test_slurm_node_conf_for_nvidia_gpus() -> None:
+    # given p5.48xlarge whole node and half node
+    it = CATALOG["p5.48xlarge"]
+    whole = pod_resources(it, gpus_per_pod=None, efa=True, reserve=DEFAULT_RESERVE)
+    half = pod_resources(it, gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
+    # then CPUs are whole CPUs of the limit, RealMemory is 4 GiB (capped 1%) under the limit, Gres names the model
+    assert slurm_node_conf(it, whole) == {"CPUs": "191", "RealMemory": str(1937770 - 4096), "Gres": "gpu:h100:8"}
+    assert list(slurm_node_conf(it, half)) == ["CPUs", "RealMemory", "Gres"]
+    assert format_node_conf(slurm_node_conf(it, half)) == f"CPUs=95 RealMemory={968885 - 4096} Gres=gpu:h100:4"
+
+
+def test_slurm_node_conf_small_cpu_and_neuron_types() -> None:
+    # given a small CPU type and a Neuron type
+    m6i, inf2 = CATALOG["m6i.large"], CATALOG["inf2.24xlarge"]
+    m6i_shape = pod_resources(m6i, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE)
+    inf2_shape = pod_resources(inf2, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE)
+    # then the small type keeps the 256 MiB minimum headroom and neither gets a Gres
+    assert slurm_node_conf(m6i, m6i_shape) == {"CPUs": "1", "RealMemory": str(6263 - 256)}
+    inf2_conf = slurm_node_conf(inf2, inf2_shape)
+    assert "Gres" not in inf2_conf
+    # and the 1% headroom applies between the bounds
+    assert inf2_conf["RealMemory"] == str(354622 - 3547)
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "message"),
+    [
+        ("g5.8xlarge", {"gpus_per_pod": 2}, "g5.8xlarge has 1 nvidia.com/gpu; gpusPerPod is 2"),
+        (
+            "g5.48xlarge",
+            {"gpus_per_pod": 3},
+            "g5.48xlarge has 8 nvidia.com/gpu; gpusPerPod 3 does not split them evenly (choose one of 1, 2, 4, 8)",
+        ),
+        ("g5.48xlarge", {"gpus_per_pod": 0}, "gpusPerPod must be at least 1, got 0"),
+        ("m6i.xlarge", {"gpus_per_pod": 1}, "m6i.xlarge has no accelerators; gpusPerPod is 1"),
+        (
+            "g5.xlarge",
+            {"efa": True},
+            "EFA requested but g5.xlarge has no EFA interfaces (vpc.amazonaws.com/efa)",
+        ),
+        (
+            "g6e.48xlarge",
+            {"gpus_per_pod": 1, "efa": True},
+            "g6e.48xlarge has 4 vpc.amazonaws.com/efa for 8 pods per node, fewer than one per pod; "
+            "use gpusPerPod >= 2 or efa: false",
+        ),
+        (
+            "m6i.large",
+            {"reserve": DaemonSetReserve(cpu_m=2000, memory_mi=640)},
+            "DaemonSet reserve (2000m CPU, 640Mi) leaves nothing for slurmd on m6i.large "
+            "(allocatable 1930m CPU, 6903Mi)",
+        ),
+        (
+            "m6i.large",
+            {"reserve": DaemonSetReserve(cpu_m=190, memory_mi=7000)},
+            "DaemonSet reserve (190m CPU, 7000Mi) leaves nothing for slurmd on m6i.large "
+            "(allocatable 1930m CPU, 6903Mi)",
+        ),
+        (
+            "p5.48xlarge",
+            {"pods_per_node": 2},
+            "podsPerNode applies to CPU-only types; p5.48xlarge has 8 nvidia.com/gpu, use gpusPerPod instead",
+        ),
+        ("m6i.large", {"pods_per_node": 0}, "podsPerNode must be at least 1, got 0"),
+        (
+            "m6i.large",
+            {"pods_per_node": 2},
+            "m6i.large split into 2 pods leaves 870m CPU per pod; Slurm needs at least one whole CPU per node",
+        ),
+    ],
+)
+def test_sizing_errors_are_user_facing(name: str, kwargs: dict[str, object], message: str) -> None:
+    # given an impossible request, when sized, then the exact user-facing message is raised
+    with pytest.raises(SizingError) as err:
+        pod_resources(CATALOG[name], **kwargs)  # type: ignore[arg-type]
+    assert str(err.value) == message
+
+
+def test_negative_reserve_is_rejected() -> None:
+    # given a negative reserve, then it is refused at construction
+    with pytest.raises(SizingError, match=r"must not be negative, got -1m CPU / 0Mi"):
+        DaemonSetReserve(cpu_m=-1, memory_mi=0)
+
+
+def test_lookup_finds_types_and_suggests_close_names() -> None:
+    # given the catalog, when a known name is looked up (with stray spaces), then it is returned
+    assert lookup(CATALOG, " p5.48xlarge ") is CATALOG["p5.48xlarge"]
+    # when a typo is looked up, then close matches are suggested
+    with pytest.raises(SizingError) as err:
+        lookup(CATALOG, "p5.48xlarg")
+    suggestion = "did you mean p5.48xlarge, p5e.48xlarge, p5en.48xlarge?"
+    assert str(err.value) == f"unknown instance type 'p5.48xlarg'; {suggestion}"
+    # when nothing is close, then the user is told where to add it
+    with pytest.raises(SizingError) as err:
+        lookup(CATALOG, "zz9")
+    assert str(err.value) == (
+        "unknown instance type 'zz9'; add a line for it to slurmgen/catalog/instances.csv or to your own catalog csv"
+    )
+
+
+def valid_gpu_splits(it: InstanceType) -> list[int | None]:
+    """Every gpusPerPod value the type accepts (None = whole node)."""
+    return [None] + [d for d in range(1, it.accelerator_count + 1) if it.accelerator_count % d == 0]
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_every_type_fits_and_meets_the_utilisation_goal(name: str) -> None:
+    # given any catalog type and the default reserve
+    it = CATALOG[name]
+    alloc = allocatable(it)
+    whole = pod_resources(it, gpus_per_pod=None, efa=it.has_efa, reserve=DEFAULT_RESERVE)
+    # then the whole-node pod uses >= 90% CPU/memory and 100% of accelerators/EFA
+    assert whole.cpu_m >= 0.9 * alloc.cpu_m and whole.memory_mi >= 0.9 * alloc.memory_mi
+    assert whole.accelerators == alloc.accelerators and whole.efa == alloc.efa
+    # and no split (with or without EFA) ever asks for more than allocatable once the reserve is added
+    for gpus in valid_gpu_splits(it):
+        for efa in {False, it.has_efa}:
+            try:
+                shape = pod_resources(it, gpus_per_pod=gpus, efa=efa, reserve=DEFAULT_RESERVE)
+            except SizingError as err:
+                assert "fewer than one per pod" in str(err)  # only EFA may make a split impossible
+                continue
+            n = shape.pods_per_node
+            assert n * shape.cpu_m + DEFAULT_RESERVE.cpu_m <= alloc.cpu_m
+            assert n * shape.memory_mi + DEFAULT_RESERVE.memory_mi <= alloc.memory_mi
+            assert n * shape.accelerators == alloc.accelerators
+            assert n * shape.efa <= alloc.efa
+            assert shape.cpu_m % 10 == 0 and shape.limits() == shape.requests()
+
+
+def test_shapes_are_frozen() -> None:
+    # given a computed shape, then it cannot be altered after the fact
+    shape = pod_resources(CATALOG["g5.xlarge"], gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        shape.cpu_m = 1  # type: ignore[misc]

@@ -2,3 +2,7 @@
 
 Data flows one way: spec -> model -> constructs -> Argo CD apps -> validation -> dist/.
 """
+
+from . import _runtime
+
+_runtime.configure()

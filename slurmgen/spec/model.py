@@ -1,0 +1,260 @@
+"""The typed, immutable cluster model the charts read.
+
+Everything here is already validated and defaulted; charts never see raw YAML. Mappings are kept
+as tuples of pairs so the model is hashable and cannot be mutated by a chart by accident.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+Pairs = tuple[tuple[str, str], ...]
+
+SLURM_COMPONENTS = ("slurmctld", "slurmd", "slurmrestd", "slurmdbd", "login")
+
+
+def pairs(mapping: Mapping[str, object]) -> Pairs:
+    """Freeze a mapping into sorted (key, str(value)) pairs."""
+    return tuple(sorted((str(k), str(v)) for k, v in mapping.items()))
+
+
+@dataclass(frozen=True)
+class SecretKeyRef:
+    name: str
+    key: str
+
+    def as_ref(self) -> dict[str, str]:
+        return {"name": self.name, "key": self.key}
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+    toleration_seconds: int | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        raw = {"key": self.key, "operator": self.operator, "value": self.value,
+               "effect": self.effect, "tolerationSeconds": self.toleration_seconds}
+        return {k: v for k, v in raw.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a group of pods may run: the nodeSelector labels and the taints they tolerate."""
+
+    node_selector: Pairs = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+    def pod_spec(self) -> dict[str, object]:
+        """The fragment of a PodSpec that pins pods to this placement (empty keys left out)."""
+        out: dict[str, object] = {}
+        if self.node_selector:
+            out["nodeSelector"] = dict(self.node_selector)
+        if self.tolerations:
+            out["tolerations"] = [t.as_dict() for t in self.tolerations]
+        return out
+
+
+@dataclass(frozen=True)
+class AwsSettings:
+    region: str
+    eks_cluster_name: str
+    kubernetes_version: str
+    account_id: str | None = None
+
+
+@dataclass(frozen=True)
+class GitOpsSettings:
+    repo_url: str
+    target_revision: str
+    path: str
+    argocd_namespace: str
+    destination_server: str
+    root_project: str
+
+
+@dataclass(frozen=True)
+class Versions:
+    slinky: str
+    cert_manager: str
+    slurm_image_tag: str
+
+
+@dataclass(frozen=True)
+class Images:
+    registry: str
+    tag: str
+    sidecar: str
+    overrides: Pairs = ()
+
+    def for_component(self, component: str, override: str | None = None) -> str:
+        """Image of one Slurm component: a per-use override, a per-component override, or registry/component:tag."""
+        if component not in SLURM_COMPONENTS:
+            raise KeyError(component)
+        return override or dict(self.overrides).get(component) or f"{self.registry}/{component}:{self.tag}"
+
+
+@dataclass(frozen=True)
+class Persistence:
+    storage_class_name: str
+    size: str
+
+
+@dataclass(frozen=True)
+class FairShare:
+    enabled: bool
+    decay_half_life: str
+    weight_fairshare: int
+    weight_age: int
+    weight_job_size: int
+    weight_partition: int
+    weight_qos: int
+
+
+@dataclass(frozen=True)
+class Scheduling:
+    fair_share: FairShare
+    preempt_lower_tiers: bool
+
+
+@dataclass(frozen=True)
+class Partition:
+    name: str
+    nodesets: tuple[str, ...]  # resolved names; ALL is expanded
+    default: bool
+    max_time: str
+    priority_tier: int
+    extra_config: Pairs = ()
+    all_nodesets: bool = False  # written as Nodes=ALL
+
+    def config_tokens(self) -> list[str]:
+        """Partition parameters after Nodes=, in a fixed order."""
+        tokens = ["State=UP"] if "State" not in dict(self.extra_config) else []
+        if self.default:
+            tokens.append("Default=YES")
+        tokens += [f"MaxTime={self.max_time}", f"PriorityTier={self.priority_tier}"]
+        tokens += [f"{k}={v}" for k, v in self.extra_config]
+        return tokens
+
+
+@dataclass(frozen=True)
+class CapacityReservation:
+    """ODCR / Capacity Block selection: by ids, or by tags."""
+
+    ids: tuple[str, ...] = ()
+    tags: Pairs = ()
+
+
+@dataclass(frozen=True)
+class NodeSetSpec:
+    name: str
+    instance_type: str
+    gpus_per_pod: int | None
+    efa: bool
+    replicas: int
+    capacity_type: str
+    features: tuple[str, ...]
+    image: str
+    extra_slurmd_conf: Pairs = ()
+    max_nodes: int | None = None
+    zones: tuple[str, ...] = ()  # resolved: the nodeset's own, else compute.zones
+    capacity_reservation: CapacityReservation | None = None
+
+
+@dataclass(frozen=True)
+class Compute:
+    """Karpenter settings shared by the cluster's NodePools and EC2NodeClasses."""
+
+    node_role: str
+    discovery_tag: str
+    ami_family: str
+    ami_version: str
+    root_volume_size: str
+    consolidate_after: str
+    expire_after: str
+    termination_grace_period: str | None
+    disruption_budget: str
+    reserve_cpu_m: int
+    reserve_memory_mi: int
+    nvidia_device_plugin: bool
+    efa_device_plugin: bool
+
+    @property
+    def ami_alias(self) -> str:
+        return f"{self.ami_family}@{self.ami_version}"
+
+
+@dataclass(frozen=True)
+class Login:
+    enabled: bool
+    replicas: int
+    ssh_authorized_keys: tuple[str, ...]
+    sssd_conf_secret: SecretKeyRef
+
+
+@dataclass(frozen=True)
+class Database:
+    host: str
+    port: int
+    name: str
+    user: str
+    password_secret: SecretKeyRef
+
+
+@dataclass(frozen=True)
+class Accounting:
+    enabled: bool
+    database: Database
+
+
+@dataclass(frozen=True)
+class Secrets:
+    slurm_key: SecretKeyRef
+    jwt_key: SecretKeyRef
+
+
+@dataclass(frozen=True)
+class ServiceMonitor:
+    enabled: bool
+    labels: Pairs
+    interval: str
+    scrape_timeout: str
+
+
+@dataclass(frozen=True)
+class Metrics:
+    enabled: bool
+    service_monitor: ServiceMonitor
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """One cluster, fully resolved: what `clusters/<name>.yaml` means."""
+
+    source: str  # the file it came from, for messages
+    name: str
+    aws: AwsSettings
+    gitops: GitOpsSettings
+    versions: Versions
+    images: Images
+    namespace: str
+    operator_namespace: str
+    slurm_cluster_name: str
+    placement: Placement
+    compute: Compute
+    persistence: Persistence
+    controller_extra_conf: tuple[str, ...]
+    scheduling: Scheduling
+    partitions: tuple[Partition, ...]
+    nodesets: tuple[NodeSetSpec, ...]
+    login: Login
+    accounting: Accounting
+    secrets: Secrets
+    metrics: Metrics
+
+    def nodeset(self, name: str) -> NodeSetSpec:
+        return next(ns for ns in self.nodesets if ns.name == name)

@@ -1,0 +1,144 @@
+"""The Argo CD layer: the root Application, the AppProject and one child Application per deploy unit.
+
+Every child gets the cascade finalizer, automated sync with prune and self-heal, retries with
+backoff and a string sync wave. The AppProject lists exactly the repositories, destinations and
+cluster-scoped kinds the children use: no `*` anywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from cdk8s import Chart
+from constructs import Construct
+
+from .. import naming
+from ..charts._objects import emit, wave
+from ..charts.unit import UnitChart
+from ..spec import ClusterSpec
+from . import waves
+from .helm import HelmRelease
+
+API = "argoproj.io/v1alpha1"
+FINALIZER = "resources-finalizer.argocd.argoproj.io"
+IN_CLUSTER = "https://kubernetes.default.svc"  # where Argo CD itself runs: Applications live there
+RETRY = {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
+PART_OF = "app.kubernetes.io/part-of"
+
+
+def _sync_policy(options: Iterable[str]) -> dict[str, Any]:
+    policy: dict[str, Any] = {"automated": {"prune": True, "selfHeal": True}, "retry": RETRY}
+    opts = sorted(set(options))
+    if opts:
+        policy["syncOptions"] = opts
+    return policy
+
+
+def unit_path(spec: ClusterSpec, unit: str) -> str:
+    """Repository path of one unit's folder: <gitops.path>/<cluster>/<unit>."""
+    return f"{spec.gitops.path}/{spec.name}/{unit}"
+
+
+def cluster_scoped_kinds(chart: Chart) -> set[tuple[str, str]]:
+    """(group, kind) of the objects a chart renders without a namespace."""
+    kinds = set()
+    for obj in chart.api_objects:
+        if obj.metadata.namespace is None:
+            group = obj.api_version.split("/")[0] if "/" in obj.api_version else ""
+            kinds.add((group, obj.kind))
+    return kinds
+
+
+class AppsChart(Chart):
+    """`dist/<cluster>/apps/`: what the root Application syncs."""
+
+    unit = "apps"
+
+    def __init__(self, scope: Construct, spec: ClusterSpec, units: Sequence[UnitChart],
+                 releases: Sequence[HelmRelease]) -> None:
+        super().__init__(scope, f"{spec.name}-apps", disable_resource_name_hashes=True)
+        self.spec = spec
+        destinations: set[str] = set()
+        kinds: set[tuple[str, str]] = {("", "Namespace")}  # CreateNamespace=true creates them
+        for unit in units:
+            self._unit_application(unit)
+            if unit.sync.namespace:
+                destinations.add(unit.sync.namespace)
+            kinds |= cluster_scoped_kinds(unit)
+        for release in releases:
+            self._helm_application(release)
+            destinations.add(release.namespace)
+            kinds |= set(release.cluster_kinds)
+        repos = {spec.gitops.repo_url} | {r.repo_url for r in releases}
+        self._project(sorted(repos), sorted(destinations), sorted(kinds))
+
+    def _application(self, unit: str, wave_no: int, source: dict[str, Any], namespace: str | None,
+                     options: list[str], ignore: Sequence[dict[str, object]] = ()) -> None:
+        spec = self.spec
+        destination = {"server": spec.gitops.destination_server, "namespace": namespace}
+        body: dict[str, Any] = {
+            "project": naming.project(spec.name),
+            "source": source,
+            "destination": destination,
+            "syncPolicy": _sync_policy(options),
+        }
+        if ignore:
+            body["ignoreDifferences"] = list(ignore)
+        emit(self, api_version=API, kind="Application", name=naming.application(spec.name, unit),
+             namespace=spec.gitops.argocd_namespace, labels={PART_OF: naming.root_application(spec.name)},
+             annotations=wave(wave_no), finalizers=[FINALIZER], body={"spec": body})
+
+    def _unit_application(self, unit: UnitChart) -> None:
+        sync = unit.sync
+        options = list(sync.extra_sync_options)
+        if sync.create_namespace:
+            options.append("CreateNamespace=true")
+        if sync.server_side_apply:
+            options.append("ServerSideApply=true")
+        if sync.ignore_differences:
+            options.append("RespectIgnoreDifferences=true")
+        source = {"repoURL": self.spec.gitops.repo_url, "targetRevision": self.spec.gitops.target_revision,
+                  "path": unit_path(self.spec, unit.unit), "directory": {"recurse": False}}
+        self._application(unit.unit, sync.wave, source, sync.namespace, options, sync.ignore_differences)
+
+    def _helm_application(self, release: HelmRelease) -> None:
+        helm: dict[str, Any] = {"releaseName": release.release_name}
+        if release.values:
+            helm["valuesObject"] = release.values
+        source = {"repoURL": release.repo_url, "chart": release.chart, "targetRevision": release.version,
+                  "helm": helm}
+        options = ["CreateNamespace=true"] + (["ServerSideApply=true"] if release.server_side_apply else [])
+        self._application(release.unit, release.wave, source, release.namespace, options)
+
+    def _project(self, repos: list[str], namespaces: list[str], kinds: list[tuple[str, str]]) -> None:
+        spec = self.spec
+        body = {
+            "description": f"Slurm cluster {spec.name} ({spec.aws.eks_cluster_name}, {spec.aws.region}), generated by slurmgen",
+            "sourceRepos": repos,
+            "destinations": [{"server": spec.gitops.destination_server, "namespace": ns} for ns in namespaces],
+            "clusterResourceWhitelist": [{"group": g, "kind": k} for g, k in kinds],
+            "orphanedResources": {"warn": False},
+        }
+        emit(self, api_version=API, kind="AppProject", name=naming.project(spec.name),
+             namespace=spec.gitops.argocd_namespace, annotations=wave(waves.PROJECT, **{
+                 "argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}),
+             finalizers=[FINALIZER], body={"spec": body})
+
+
+class RootChart(Chart):
+    """`dist/<cluster>/bootstrap/`: the root Application, the one object applied by hand."""
+
+    unit = "bootstrap"
+
+    def __init__(self, scope: Construct, spec: ClusterSpec) -> None:
+        super().__init__(scope, f"{spec.name}-bootstrap", disable_resource_name_hashes=True)
+        body = {
+            "project": spec.gitops.root_project,
+            "source": {"repoURL": spec.gitops.repo_url, "targetRevision": spec.gitops.target_revision,
+                       "path": unit_path(spec, "apps"), "directory": {"recurse": False}},
+            # Applications and the AppProject live next to Argo CD, whatever cluster Slurm runs on.
+            "destination": {"server": IN_CLUSTER, "namespace": spec.gitops.argocd_namespace},
+            "syncPolicy": _sync_policy([]),
+        }
+        emit(self, api_version=API, kind="Application", name=naming.root_application(spec.name),
+             namespace=spec.gitops.argocd_namespace, finalizers=[FINALIZER], body={"spec": body})

@@ -1,0 +1,121 @@
+"""The Helm charts deployed as child Applications, pinned, with the values we set.
+
+Every value key set here exists in the chart's default values.yaml at the pinned version
+(tests check it against ../shared/charts/): Helm silently ignores a misspelt key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..spec import ClusterSpec
+from . import waves
+
+# Cluster-scoped kinds the charts install, for the AppProject whitelist.
+CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
+WEBHOOKS = (("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+            ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"))
+RBAC = (("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"))
+
+
+@dataclass(frozen=True)
+class HelmRelease:
+    """One pinned chart installed by one child Application."""
+
+    unit: str                      # Application suffix: <cluster>-<unit>
+    repo_url: str                  # scheme-less host/path means an OCI registry to Argo CD
+    chart: str
+    version: str
+    namespace: str
+    release_name: str
+    wave: int
+    values: dict[str, Any] = field(default_factory=dict)
+    server_side_apply: bool = False
+    cluster_kinds: tuple[tuple[str, str], ...] = ()
+
+
+def _placement(spec: ClusterSpec) -> dict[str, Any]:
+    """nodeSelector/tolerations values for a chart component, in the common chart key names."""
+    out: dict[str, Any] = {}
+    if spec.placement.node_selector:
+        out["nodeSelector"] = dict(spec.placement.node_selector)
+    if spec.placement.tolerations:
+        out["tolerations"] = [t.as_dict() for t in spec.placement.tolerations]
+    return out
+
+
+def cert_manager(spec: ClusterSpec) -> HelmRelease:
+    place = _placement(spec)
+    return HelmRelease(
+        unit="cert-manager", repo_url="quay.io/jetstack/charts", chart="cert-manager",
+        version=spec.versions.cert_manager, namespace="cert-manager", release_name="cert-manager",
+        wave=waves.CRDS, server_side_apply=True,
+        # Leader election in its own namespace, so the AppProject need not grant kube-system for it.
+        values={"crds": {"enabled": True, "keep": True}, **place,
+                "global": {"leaderElection": {"namespace": "cert-manager"}},
+                "webhook": dict(place), "cainjector": dict(place), "startupapicheck": dict(place)},
+        cluster_kinds=(CRD, *WEBHOOKS, *RBAC),
+    )
+
+
+def slurm_operator_crds(spec: ClusterSpec) -> HelmRelease:
+    return HelmRelease(
+        unit="slurm-operator-crds", repo_url="ghcr.io/slinkyproject/charts", chart="slurm-operator-crds",
+        version=spec.versions.slinky, namespace=spec.operator_namespace, release_name="slurm-operator-crds",
+        wave=waves.CRDS, server_side_apply=True, cluster_kinds=(CRD,),
+    )
+
+
+def slurm_operator(spec: ClusterSpec) -> HelmRelease:
+    place = _placement(spec)
+    return HelmRelease(
+        unit="slurm-operator", repo_url="ghcr.io/slinkyproject/charts", chart="slurm-operator",
+        version=spec.versions.slinky, namespace=spec.operator_namespace, release_name="slurm-operator",
+        wave=waves.OPERATORS, server_side_apply=True,
+        # CRDs come from their own Application; the webhook certificate from cert-manager, never
+        # from Helm's genCA (a new CA on every Argo CD render, hence a perpetual diff).
+        values={"crds": {"enabled": False}, "certManager": {"enabled": True},
+                "operator": dict(place), "webhook": dict(place)},
+        cluster_kinds=(*WEBHOOKS, *RBAC),
+    )
+
+
+def _exists(key: str) -> dict[str, str]:
+    return {"key": key, "operator": "Exists", "effect": "NoSchedule"}
+
+
+# Taints on Slurm compute nodes (see plan.py); node agents must tolerate all of them.
+COMPUTE_TOLERATIONS = [_exists("aws.amazon.com/neuron"), _exists("nvidia.com/gpu"), _exists("slurmgen.dev/compute")]
+
+
+def nvidia_device_plugin(spec: ClusterSpec) -> HelmRelease:
+    return HelmRelease(
+        unit="nvidia-device-plugin", repo_url="https://nvidia.github.io/k8s-device-plugin",
+        chart="nvidia-device-plugin", version="0.20.0", namespace="kube-system",
+        release_name="nvidia-device-plugin", wave=waves.OPERATORS,
+        # The chart's default affinity (nvidia.com/gpu.present, set by the AL2023 NVIDIA AMI) already
+        # limits it to GPU nodes. MOFED off: it would grab the EFA devices (0.19.0-0.19.2 regression).
+        values={"mofedEnabled": False,
+                "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _exists("nvidia.com/gpu")]},
+    )
+
+
+def efa_device_plugin(spec: ClusterSpec) -> HelmRelease:
+    return HelmRelease(
+        unit="aws-efa-k8s-device-plugin", repo_url="https://aws.github.io/eks-charts",
+        chart="aws-efa-k8s-device-plugin", version="v0.5.30", namespace="kube-system",
+        release_name="aws-efa-k8s-device-plugin", wave=waves.OPERATORS,
+        values={"tolerations": COMPUTE_TOLERATIONS},
+    )
+
+
+def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False) -> list[HelmRelease]:
+    """Every Helm child Application of a cluster; device plugins only where a nodeset needs them."""
+    out = [cert_manager(spec), slurm_operator_crds(spec), slurm_operator(spec)]
+    c = spec.compute
+    if nvidia and c.nvidia_device_plugin and c.ami_family != "bottlerocket":  # Bottlerocket ships its own
+        out.append(nvidia_device_plugin(spec))
+    if efa and c.efa_device_plugin:
+        out.append(efa_device_plugin(spec))
+    return out

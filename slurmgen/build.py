@@ -1,0 +1,68 @@
+"""Model -> cdk8s constructs -> plain objects, per cluster and per output file.
+
+One cdk8s App holds every cluster's charts; nothing is synthesized to disk here. The result maps
+`<unit>/<kind>-<name>.yaml` to the object, so the writer and the checks never touch cdk8s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from cdk8s import App, Chart
+
+from .apps import helm
+from .apps.argocd import AppsChart, RootChart
+from .catalog.catalog import InstanceType, load_catalog
+from .charts.compute import ComputeChart
+from .charts.slurm_cluster import SlurmClusterChart
+from .plan import NodeSetPlan, plan_cluster
+from .spec import ClusterSpec
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RenderedCluster:
+    """Everything rendered for one cluster: relative file path -> object."""
+
+    spec: ClusterSpec
+    plans: Mapping[str, NodeSetPlan]
+    files: Mapping[str, Obj]
+
+
+class DuplicateObjectError(RuntimeError):
+    """Two objects would be written to the same file: a generator bug, never silently overwritten."""
+
+
+def file_name(obj: Obj) -> str:
+    """`<kind>-<name>.yaml`, lower-case kind: predictable, and unique inside one unit folder."""
+    return f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
+
+
+def _files(charts: Iterable[Chart]) -> dict[str, Obj]:
+    files: dict[str, Obj] = {}
+    for chart in charts:
+        unit = getattr(chart, "unit")
+        for obj in chart.to_json():
+            path = f"{unit}/{file_name(obj)}"
+            if path in files:
+                raise DuplicateObjectError(f"two objects render to {path}")
+            files[path] = obj
+    return dict(sorted(files.items()))
+
+
+def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceType]) -> RenderedCluster:
+    plans = plan_cluster(spec, catalog)
+    units = [ComputeChart(app, spec, plans), SlurmClusterChart(app, spec, plans)]
+    releases = helm.releases(spec, nvidia=any(p.instance.is_nvidia for p in plans.values()),
+                             efa=any(p.shape.efa for p in plans.values()))
+    charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec)]
+    return RenderedCluster(spec=spec, plans=plans, files=_files(charts))
+
+
+def render(specs: Iterable[ClusterSpec], catalog: Mapping[str, InstanceType] | None = None) -> list[RenderedCluster]:
+    """Render every cluster, in name order, into one in-memory tree per cluster."""
+    catalog = catalog if catalog is not None else load_catalog()
+    app = App()
+    return [render_cluster(app, spec, catalog) for spec in sorted(specs, key=lambda s: s.name)]

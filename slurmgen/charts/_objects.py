@@ -1,0 +1,64 @@
+"""One way to emit a Kubernetes object from a chart: explicit name, explicit namespace, body by JSON patch.
+
+cdk8s in Python cannot take `spec`/`data` as constructor arguments (cdk8s-core#2570), and its auto
+names carry hash suffixes; every object here is created through `emit`, so both are handled once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from cdk8s import ApiObject, ApiObjectMetadata, JsonPatch
+from constructs import Construct
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "slurmgen"}
+
+# Argo CD resource annotations used across charts.
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+KEEP = "Prune=false,Delete=false"  # stateful: never pruned, never cascaded away with its Application
+
+
+def emit(
+    scope: Construct,
+    *,
+    api_version: str,
+    kind: str,
+    name: str,
+    namespace: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    finalizers: list[str] | None = None,
+    body: Mapping[str, Any] | None = None,
+) -> ApiObject:
+    """Create one ApiObject named exactly `name`; `body` holds the top-level fields after metadata."""
+    obj = ApiObject(
+        scope,
+        f"{kind}-{namespace or '_'}-{name}",
+        api_version=api_version,
+        kind=kind,
+        metadata=ApiObjectMetadata(
+            name=name,
+            namespace=namespace,
+            labels={**MANAGED_BY, **(labels or {})},
+            annotations=dict(annotations) if annotations else None,
+            finalizers=list(finalizers) if finalizers else None,
+        ),
+    )
+    for key, value in (body or {}).items():
+        obj.add_json_patch(JsonPatch.add(f"/{key}", _plain(value)))
+    return obj
+
+
+def _plain(value: Any) -> Any:
+    """Drop None values and sort keys, so the YAML shows only what was meant, in a stable order."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(value[k]) for k in sorted(value, key=str) if value[k] is not None}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def wave(n: int, **extra: str) -> dict[str, str]:
+    """Annotations putting an object in Argo CD sync wave `n` (annotation values are strings)."""
+    return {SYNC_WAVE: str(n), **extra}

@@ -1,0 +1,109 @@
+"""Karpenter capacity for the Slurm compute nodes: one NodePool and one EC2NodeClass per nodeset.
+
+One pool per nodeset (not per shape) keeps the mapping obvious in a diff and lets each nodeset
+carry its own limits, zones and capacity reservation. Its labels, requirements and taints are taken
+from the same NodeSetPlan as the NodeSet's nodeSelector and tolerations, so they cannot disagree.
+Disruption never interrupts a job: only empty nodes are consolidated, slurmd pods carry
+`karpenter.sh/do-not-disrupt`, and nodes do not expire unless the spec says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from constructs import Construct
+
+from .. import naming
+from ..apps import waves
+from ..plan import ARCH_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NodeSetPlan
+from ..spec import ClusterSpec
+from ._objects import emit, wave
+from .unit import SyncSettings, UnitChart
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+OS_LABEL = "kubernetes.io/os"
+CLUSTER_LABEL = "slurmgen.dev/cluster"
+METADATA_OPTIONS = {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled",
+                    "httpPutResponseHopLimit": 1, "httpTokens": "required"}
+
+
+class ComputeChart(UnitChart):
+    unit = "compute"
+
+    def __init__(self, scope: Construct, spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -> None:
+        # Cluster-scoped objects; the destination namespace only satisfies the AppProject.
+        super().__init__(scope, spec, SyncSettings(wave=waves.INFRA, namespace=spec.namespace))
+        for plan in plans.values():
+            self._node_class(plan)
+            self._node_pool(plan)
+
+    def _labels(self, plan: NodeSetPlan) -> dict[str, str]:
+        return {CLUSTER_LABEL: self.spec.name, naming.NODESET_LABEL: plan.nodeset.name}
+
+    def _node_class(self, plan: NodeSetPlan) -> None:
+        c = self.spec.compute
+        discovery = [{"tags": {"karpenter.sh/discovery": c.discovery_tag}}]
+        body: dict[str, Any] = {
+            "role": c.node_role,
+            "amiSelectorTerms": [{"alias": c.ami_alias}],
+            "subnetSelectorTerms": discovery,
+            "securityGroupSelectorTerms": discovery,
+            "blockDeviceMappings": self._volumes(),
+            "metadataOptions": METADATA_OPTIONS,
+            "tags": self._labels(plan),
+        }
+        if plan.instance.has_nvme:
+            body["instanceStorePolicy"] = "RAID0"  # kubelet + images on local NVMe, not the root volume
+        reservation = plan.nodeset.capacity_reservation
+        if reservation is not None:
+            terms = [{"id": i} for i in reservation.ids] if reservation.ids else [{"tags": dict(reservation.tags)}]
+            body["capacityReservationSelectorTerms"] = terms
+        emit(self, api_version="karpenter.k8s.aws/v1", kind="EC2NodeClass", name=plan.nodepool,
+             labels=self._labels(plan), annotations=wave(0), body={"spec": body})
+
+    def _volumes(self) -> list[dict[str, Any]]:
+        c = self.spec.compute
+        ebs = {"volumeSize": c.root_volume_size, "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
+        if c.ami_family == "bottlerocket":  # OS volume + data volume that holds images and pods
+            os_ebs = {**ebs, "volumeSize": "4Gi"}
+            return [{"deviceName": "/dev/xvda", "ebs": os_ebs}, {"deviceName": "/dev/xvdb", "ebs": ebs}]
+        return [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": ebs}]
+
+    def _node_pool(self, plan: NodeSetPlan) -> None:
+        c = self.spec.compute
+        ns, it = plan.nodeset, plan.instance
+        requirements = [
+            {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [it.instance_type]},
+            {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [ns.capacity_type]},
+            {"key": ARCH_LABEL, "operator": "In", "values": [it.arch]},
+            {"key": OS_LABEL, "operator": "In", "values": ["linux"]},
+        ]
+        if ns.zones:
+            requirements.append({"key": ZONE_LABEL, "operator": "In", "values": list(ns.zones)})
+        template_spec: dict[str, Any] = {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": plan.nodepool},
+            "requirements": requirements,
+            "taints": [t.as_dict() for t in plan.taints],
+            "expireAfter": c.expire_after,
+            "terminationGracePeriod": c.termination_grace_period,
+        }
+        body = {
+            "template": {"metadata": {"labels": self._labels(plan)}, "spec": template_spec},
+            "disruption": {
+                "consolidationPolicy": "WhenEmpty",
+                "consolidateAfter": c.consolidate_after,
+                "budgets": [{"nodes": c.disruption_budget}],
+            },
+            "limits": node_pool_limits(plan),
+        }
+        emit(self, api_version="karpenter.sh/v1", kind="NodePool", name=plan.nodepool,
+             labels=self._labels(plan), annotations=wave(1), body={"spec": body})
+
+
+def node_pool_limits(plan: NodeSetPlan) -> dict[str, str]:
+    """Capacity of max_nodes instances: a typo in replicas cannot buy a fleet."""
+    it, n = plan.instance, plan.max_nodes
+    limits = {"nodes": str(n), "cpu": str(it.vcpu * n), "memory": f"{it.memory_mib * n}Mi"}
+    if it.has_accelerator:
+        limits[it.accelerator_resource] = str(it.accelerator_count * n)
+    return limits

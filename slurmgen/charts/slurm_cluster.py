@@ -1,0 +1,243 @@
+"""The Slurm cluster as Slinky v1beta1 custom resources: Controller, RestApi, Accounting, LoginSet, NodeSets.
+
+Pitfalls avoided (slinky-operator.md §3.8): every container wrapper sets `image` (the operator has
+no defaults); NodeSet `extraConf` is single-space `Key=Value` tokens; `partition.config` is one
+line; `ssh` is never emitted half-set; config files are ConfigMaps named in `configFileRefs` and
+synced before the Controller, whose webhook reads them at admission.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from constructs import Construct
+
+from .. import naming
+from ..plan import DO_NOT_DISRUPT, NodeSetPlan
+from ..spec import ClusterSpec, Partition
+from ._objects import KEEP, SYNC_OPTIONS, emit, wave
+from .unit import SyncSettings, UnitChart
+
+API = "slinky.slurm.net/v1beta1"
+SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"  # the CRDs come from another Application
+
+# Sync waves inside the Slurm application: config first, then the CRs in dependency order.
+WAVE_CONFIG, WAVE_ACCOUNTING, WAVE_CONTROLLER, WAVE_WORKERS = 0, 1, 2, 3
+
+METRICS_ENDPOINTS = ("/metrics/jobs", "/metrics/nodes", "/metrics/partitions", "/metrics/scheduler")
+
+CGROUP_CONF = """\
+CgroupPlugin=autodetect
+IgnoreSystemd=yes
+ConstrainCores=yes
+ConstrainRAMSpace=yes
+ConstrainDevices=yes
+ConstrainSwapSpace=yes
+"""
+
+SSHD_CONFIG = """\
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin prohibit-password
+"""
+
+
+class SlurmClusterChart(UnitChart):
+    unit = "slurm"
+
+    def __init__(self, scope: Construct, spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -> None:
+        super().__init__(scope, spec, SyncSettings(wave=0, namespace=spec.namespace, create_namespace=True))
+        self.plans = plans
+        self._config_files()
+        if spec.accounting.enabled:
+            self._accounting()
+        self._controller()
+        self._restapi()
+        if spec.login.enabled:
+            self._loginset()
+        for plan in plans.values():
+            self._nodeset(plan)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _cr(self, kind: str, name: str, wave_no: int, spec_body: dict[str, Any], *, stateful: bool = False) -> None:
+        options = f"{SKIP_DRY_RUN},{KEEP}" if stateful else SKIP_DRY_RUN
+        emit(self, api_version=API, kind=kind, name=name, namespace=self.spec.namespace,
+             annotations=wave(wave_no, **{SYNC_OPTIONS: options}), body={"spec": spec_body})
+
+    def _core_template(self, component: str) -> dict[str, Any]:
+        """Pod template for control-plane pods: the core node group, and a label we can select on."""
+        return {"metadata": {"labels": {naming.COMPONENT_LABEL: component}},
+                "spec": self.spec.placement.pod_spec() or None}
+
+    def _sidecar(self) -> dict[str, str]:
+        return {"image": self.spec.images.sidecar}
+
+    @property
+    def _has_gpus(self) -> bool:
+        return any(p.instance.is_nvidia for p in self.plans.values())
+
+    # -- objects -------------------------------------------------------------------------------
+
+    def _config_files(self) -> None:
+        files = {naming.CGROUP_CONF: {"cgroup.conf": CGROUP_CONF}}
+        if self._has_gpus:
+            files[naming.GRES_CONF] = {"gres.conf": "AutoDetect=nvidia\n"}
+        for name, data in files.items():
+            emit(self, api_version="v1", kind="ConfigMap", name=name, namespace=self.spec.namespace,
+                 annotations=wave(WAVE_CONFIG), body={"data": data})
+
+    def _controller(self) -> None:
+        spec = self.spec
+        image = spec.images.for_component("slurmctld")
+        body: dict[str, Any] = {
+            "clusterName": spec.slurm_cluster_name,
+            "slurmKeyRef": spec.secrets.slurm_key.as_ref(),
+            "jwtKeyRef": spec.secrets.jwt_key.as_ref(),
+            "slurmctld": {"image": image},
+            "reconfigure": {"image": image},
+            "logfile": self._sidecar(),
+            "template": self._core_template("slurmctld"),
+            "persistence": {
+                "enabled": True,
+                "storageClassName": spec.persistence.storage_class_name,
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": spec.persistence.size}},
+            },
+            "configFileRefs": [{"name": n} for n in sorted(self._config_file_names())],
+            "extraConf": controller_extra_conf(spec, self.plans),
+        }
+        if spec.accounting.enabled:
+            body["accountingRef"] = {"name": naming.CONTROLLER}
+        if spec.metrics.enabled:
+            body["metrics"] = self._metrics()
+        self._cr("Controller", naming.CONTROLLER, WAVE_CONTROLLER, body, stateful=True)
+
+    def _config_file_names(self) -> list[str]:
+        return [naming.CGROUP_CONF] + ([naming.GRES_CONF] if self._has_gpus else [])
+
+    def _metrics(self) -> dict[str, Any]:
+        sm = self.spec.metrics.service_monitor
+        metrics: dict[str, Any] = {"enabled": True}
+        if sm.enabled:
+            metrics["serviceMonitor"] = {
+                "enabled": True,
+                "labels": dict(sm.labels),
+                "interval": sm.interval,
+                "scrapeTimeout": sm.scrape_timeout,
+                "endpoints": [{"path": path} for path in METRICS_ENDPOINTS],
+            }
+        return metrics
+
+    def _accounting(self) -> None:
+        spec = self.spec
+        db = spec.accounting.database
+        body = {
+            "slurmKeyRef": spec.secrets.slurm_key.as_ref(),
+            "jwtKeyRef": spec.secrets.jwt_key.as_ref(),
+            "slurmdbd": {"image": spec.images.for_component("slurmdbd")},
+            "template": self._core_template("slurmdbd"),
+            "storageConfig": {
+                "host": db.host, "port": db.port, "database": db.name, "username": db.user,
+                "passwordKeyRef": db.password_secret.as_ref(),
+            },
+        }
+        self._cr("Accounting", naming.CONTROLLER, WAVE_ACCOUNTING, body)
+
+    def _restapi(self) -> None:
+        # Required in practice: the operator drains and watches Slurm nodes only through a RestApi.
+        body = {
+            "controllerRef": {"name": naming.CONTROLLER},
+            "replicas": 1,
+            "slurmrestd": {"image": self.spec.images.for_component("slurmrestd")},
+            "template": self._core_template("slurmrestd"),
+        }
+        self._cr("RestApi", naming.CONTROLLER, WAVE_WORKERS, body)
+
+    def _loginset(self) -> None:
+        login = self.spec.login
+        body: dict[str, Any] = {
+            "controllerRef": {"name": naming.CONTROLLER},
+            "replicas": login.replicas,
+            "sssdConfRef": login.sssd_conf_secret.as_ref(),
+            "login": {"image": self.spec.images.for_component("login")},
+            "initconf": self._sidecar(),
+            "extraSshdConfig": SSHD_CONFIG,
+            "template": self._core_template("login"),
+        }
+        if login.ssh_authorized_keys:
+            body["rootSshAuthorizedKeys"] = "".join(f"{key}\n" for key in login.ssh_authorized_keys)
+        self._cr("LoginSet", naming.LOGIN, WAVE_WORKERS, body)
+
+    def _nodeset(self, plan: NodeSetPlan) -> None:
+        ns = plan.nodeset
+        body: dict[str, Any] = {
+            "controllerRef": {"name": naming.CONTROLLER},
+            "replicas": ns.replicas,
+            "slurmd": {
+                "image": ns.image,
+                "resources": {"requests": plan.shape.requests(), "limits": plan.shape.limits()},
+            },
+            "logfile": self._sidecar(),
+            "extraConf": plan.slurm_conf,
+            "template": {
+                "metadata": {
+                    "labels": {naming.COMPONENT_LABEL: "slurmd", naming.NODESET_LABEL: ns.name},
+                    # Karpenter must never consolidate or drift a node out from under a running job.
+                    "annotations": {DO_NOT_DISRUPT: "true"},
+                },
+                "spec": {
+                    "hostname": f"{ns.name}-",  # Slurm nodes <name>-0.. and Slurm NodeSet <name>
+                    "nodeSelector": plan.node_selector,
+                    "tolerations": [t.as_dict() for t in plan.tolerations],
+                },
+            },
+        }
+        if plan.shape.pods_per_node > 1:
+            # The operator keeps slurmd pods on separate nodes by a required anti-affinity; a node
+            # split by gpusPerPod must lift it. The dedicated NodePool keeps other NodeSets away.
+            body["oversubscribeNode"] = True
+        own = own_partition(self.spec.partitions, ns.name)
+        if own is not None:
+            body["partition"] = {"enabled": True, "config": " ".join(own.config_tokens())}
+        self._cr("NodeSet", naming.nodeset_cr(ns.name), WAVE_WORKERS, body)
+
+
+def own_partition(partitions: tuple[Partition, ...], nodeset: str) -> Partition | None:
+    """The partition the NodeSet itself declares: same name as the nodeset and no other members."""
+    for part in partitions:
+        if part.name == nodeset and part.nodesets == (nodeset,) and not part.all_nodesets:
+            return part
+    return None
+
+
+def controller_extra_conf(spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -> str:
+    """slurm.conf lines appended by the operator after its own: GRES, scheduling policy, partitions."""
+    gpus = any(p.instance.is_nvidia for p in plans.values())
+    # Dynamic nodes need cons_tres; set it even though 26.05 defaults to it, so the intent is explicit.
+    lines: list[str] = ["SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory"]
+    if gpus:
+        lines.append("GresTypes=gpu")  # the operator does not set it; without it no GRES plugin loads
+        if spec.accounting.enabled:
+            lines.append("AccountingStorageTRES=gres/gpu")  # record GPU usage for fair share
+    fair = spec.scheduling.fair_share
+    if fair.enabled:
+        lines += [
+            "PriorityType=priority/multifactor",
+            f"PriorityDecayHalfLife={fair.decay_half_life}",
+            f"PriorityWeightFairshare={fair.weight_fairshare}",
+            f"PriorityWeightAge={fair.weight_age}",
+            f"PriorityWeightJobSize={fair.weight_job_size}",
+            f"PriorityWeightPartition={fair.weight_partition}",
+            f"PriorityWeightQOS={fair.weight_qos}",
+        ]
+    if spec.scheduling.preempt_lower_tiers:
+        lines += ["PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE"]
+    for part in spec.partitions:
+        if own_partition(spec.partitions, part.name) is part:
+            continue  # declared by its NodeSet
+        nodes = "ALL" if part.all_nodesets else ",".join(part.nodesets)
+        lines.append(" ".join([f"PartitionName={part.name}", f"Nodes={nodes}", *part.config_tokens()]))
+    lines += list(spec.controller_extra_conf)
+    return "".join(f"{line}\n" for line in lines)

@@ -1,0 +1,35 @@
+"""Every object name the generator derives, in one place, so charts and checks agree on them."""
+
+from __future__ import annotations
+
+CONTROLLER = "slurm"  # Controller, RestApi and Accounting CRs; the operator derives slurm-controller, ...
+LOGIN = "slurm-login"
+CGROUP_CONF = "slurm-cgroup-conf"
+GRES_CONF = "slurm-gres-conf"
+
+# Label the generator puts on pods it wants to find again (login pods for the NLB Service, ...).
+COMPONENT_LABEL = "slurmgen.dev/component"
+NODESET_LABEL = "slurmgen.dev/nodeset"
+
+
+def nodeset_cr(nodeset: str) -> str:
+    """NodeSet CR name; the Slurm nodes are still <nodeset>-0, <nodeset>-1 (set by the hostname prefix)."""
+    return f"slurm-worker-{nodeset}"
+
+
+def nodepool(cluster: str, nodeset: str) -> str:
+    """Karpenter NodePool (cluster-scoped), prefixed so several Slurm clusters can share one EKS cluster."""
+    return f"{cluster}-{nodeset}"
+
+
+def application(cluster: str, unit: str) -> str:
+    """Argo CD Application names are global in the argocd namespace: prefix with the cluster."""
+    return f"{cluster}-{unit}"
+
+
+def root_application(cluster: str) -> str:
+    return f"{cluster}-root"
+
+
+def project(cluster: str) -> str:
+    return f"{cluster}"

@@ -1,0 +1,110 @@
+"""The compute plan: everything derived from one nodeset that two charts must agree on.
+
+The Slurm chart (NodeSet pod template, slurmd resources, Slurm node conf) and the compute chart
+(Karpenter NodePool labels, taints, limits) both read the same NodeSetPlan, so a nodeSelector can
+never miss its NodePool's labels and a pod can never ask for more than the node can allocate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from . import naming
+from .catalog.catalog import InstanceType, load_catalog
+from .catalog.sizing import DaemonSetReserve, PodShape, format_node_conf, lookup, pod_resources, slurm_node_conf
+from .catalog.rules import nodesets_fit
+from .spec import ClusterSpec, NodeSetSpec, register_rule
+from .spec.model import Toleration
+
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+ARCH_LABEL = "kubernetes.io/arch"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+register_rule(nodesets_fit)  # a nodeset that cannot fit its instance is a spec error (exit 2)
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    effect: str = "NoSchedule"
+    value: str | None = None
+
+    def as_dict(self) -> dict[str, str]:
+        out = {"key": self.key, "effect": self.effect}
+        if self.value is not None:
+            out["value"] = self.value
+        return out
+
+    def toleration(self) -> Toleration:
+        """The toleration that matches exactly this taint (Equal when it has a value)."""
+        if self.value is None:
+            return Toleration(key=self.key, operator="Exists", effect=self.effect)
+        return Toleration(key=self.key, operator="Equal", value=self.value, effect=self.effect)
+
+
+@dataclass(frozen=True)
+class NodeSetPlan:
+    nodeset: NodeSetSpec
+    instance: InstanceType
+    shape: PodShape
+    nodepool: str
+    taints: tuple[Taint, ...]
+
+    @property
+    def max_nodes(self) -> int:
+        """The ceiling the NodePool limits are derived from: maxNodes, else what the replicas need."""
+        needed = -(-self.nodeset.replicas // self.shape.pods_per_node)
+        return self.nodeset.max_nodes or needed
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """What the slurmd pods select: only labels Karpenter puts on every node of the NodePool."""
+        return {
+            NODEPOOL_LABEL: self.nodepool,
+            INSTANCE_TYPE_LABEL: self.instance.instance_type,
+            CAPACITY_TYPE_LABEL: self.nodeset.capacity_type,
+        }
+
+    @property
+    def tolerations(self) -> tuple[Toleration, ...]:
+        return tuple(t.toleration() for t in self.taints)
+
+    @property
+    def slurm_conf(self) -> str:
+        """slurmd --conf tokens: Features, Gres/CPUs/RealMemory from sizing, then the user's extras."""
+        conf: dict[str, str] = {}
+        if self.nodeset.features:
+            conf["Features"] = ",".join(self.nodeset.features)
+        conf.update(slurm_node_conf(self.instance, self.shape))
+        conf.update(dict(self.nodeset.extra_slurmd_conf))
+        return format_node_conf(conf)
+
+
+COMPUTE_TAINT = "slurmgen.dev/compute"
+
+
+def _taints(it: InstanceType) -> tuple[Taint, ...]:
+    """Keep other workloads off Slurm nodes, so `WhenEmpty` can release them once the jobs are gone.
+
+    Accelerator nodes use the well-known taint (nvidia.com/gpu, aws.amazon.com/neuron) that device
+    plugins already tolerate; CPU-only nodes get our own key, tolerated by the DaemonSets we deploy.
+    """
+    return (Taint(key=it.accelerator_resource if it.has_accelerator else COMPUTE_TAINT),)
+
+
+def plan_nodeset(spec: ClusterSpec, ns: NodeSetSpec, catalog: Mapping[str, InstanceType]) -> NodeSetPlan:
+    """Size one nodeset; raises SizingError (a user-facing message) when it cannot fit."""
+    it = lookup(catalog, ns.instance_type)
+    reserve = DaemonSetReserve(cpu_m=spec.compute.reserve_cpu_m, memory_mi=spec.compute.reserve_memory_mi)
+    shape = pod_resources(it, gpus_per_pod=ns.gpus_per_pod, efa=ns.efa, reserve=reserve)
+    return NodeSetPlan(nodeset=ns, instance=it, shape=shape,
+                       nodepool=naming.nodepool(spec.name, ns.name), taints=_taints(it))
+
+
+def plan_cluster(spec: ClusterSpec, catalog: Mapping[str, InstanceType] | None = None) -> dict[str, NodeSetPlan]:
+    """Plans for every nodeset of a cluster, keyed by nodeset name, in spec order."""
+    catalog = catalog if catalog is not None else load_catalog()
+    return {ns.name: plan_nodeset(spec, ns, catalog) for ns in spec.nodesets}

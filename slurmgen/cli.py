@@ -1,0 +1,61 @@
+"""Command line: load specs, render, verify, then write (or compare, with --check).
+
+Exit status: 0 done (or --check clean), 1 --check found drift, 2 invalid input or a render that
+failed verification. On 2 nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="main.py", description="Render clusters/*.yaml into an Argo CD tree under dist/.")
+    p.add_argument("--spec", action="append", type=Path, metavar="FILE",
+                   help="spec file to render (repeatable); default: every clusters/*.yaml")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="output root; default: $CDK8S_OUTDIR, else dist/")
+    p.add_argument("--check", action="store_true",
+                   help="render into a temporary folder and compare with the output root; exit 1 on drift")
+    p.add_argument("--crd-dir", type=Path, metavar="DIR",
+                   help="folder of upstream CRD YAML to validate against (default: $SLURMGEN_CRD_DIR, ../shared/crds, the cache)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    out = args.out or Path(os.environ.get("CDK8S_OUTDIR") or REPO / "dist")
+    spec_paths = args.spec or sorted((REPO / "clusters").glob("*.yaml"))
+
+    # Imported here so `--help` and argument errors stay instant (cdk8s starts a Node.js process).
+    from .pipeline import InputError, run
+
+    try:
+        result = run(spec_paths, crd_dir=args.crd_dir)
+    except InputError as err:
+        for line in err.lines:
+            print(line, file=sys.stderr)
+        return 2
+    if args.check:
+        drift = result.compare(out)
+        for line in drift:
+            print(line)
+        if drift:
+            print(f"dist is stale: run `make synth` and commit {out}", file=sys.stderr)
+            return 1
+        print(f"{out}: up to date ({result.object_count} objects in {len(result.clusters)} cluster(s))")
+        return 0
+    result.write(out)
+    print(f"wrote {result.object_count} objects for {len(result.clusters)} cluster(s) into {out}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Checks on the rendered objects themselves, run on every synth before anything is written.
+
+- schema: every object against the Kubernetes and upstream CRD schemas, strictly;
+- placement: every NodeSet lands on exactly its NodePool and fits it (consistency.py);
+- policy: no Secret carrying data, every image pinned.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+from .build import RenderedCluster
+from .catalog.catalog import load_catalog
+from .catalog.sizing import DaemonSetReserve
+from .consistency import check_placement
+
+Obj = dict[str, Any]
+
+
+@lru_cache(maxsize=4)
+def _validator(crd_dir: Path | None, kubernetes_version: str) -> Any:
+    from .validate import Validator
+    from .validate.sources import default_crd_dir
+
+    return Validator.create(crd_dir or default_crd_dir(), kubernetes_version=kubernetes_version)
+
+
+def schema_problems(cluster: RenderedCluster, crd_dir: Path | None) -> Iterator[str]:
+    validator = _validator(crd_dir, cluster.spec.aws.kubernetes_version)
+    for rel, obj in cluster.files.items():
+        for problem in validator.validate(obj):
+            yield f"{cluster.spec.name}/{rel}: {problem}"
+
+
+def _images(obj: Any) -> Iterator[str]:
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key == "image" and isinstance(value, str):
+                yield value
+            else:
+                yield from _images(value)
+    elif isinstance(obj, list):
+        for item in obj:
+            yield from _images(item)
+
+
+def policy_problems(cluster: RenderedCluster) -> Iterator[str]:
+    for rel, obj in cluster.files.items():
+        where = f"{cluster.spec.name}/{rel}"
+        if obj.get("kind") == "Secret" and (obj.get("data") or obj.get("stringData")):
+            yield f"{where}: a Secret with data would put a secret value in git; reference it instead"
+        for image in _images(obj):
+            name = image.split("@")[0]
+            tag = name.rsplit(":", 1)[1] if ":" in name.rsplit("/", 1)[-1] else None
+            if "@sha256:" not in image and (tag is None or tag == "latest"):
+                yield f"{where}: image {image!r} is not pinned to a tag or digest"
+
+
+def placement_problems(cluster: RenderedCluster) -> Iterator[str]:
+    compute = cluster.spec.compute
+    reserve = DaemonSetReserve(cpu_m=compute.reserve_cpu_m, memory_mi=compute.reserve_memory_mi)
+    for line in check_placement(cluster.files, load_catalog(), reserve):
+        yield f"{cluster.spec.name}/{line}"
+
+
+def verify(clusters: Sequence[RenderedCluster], *, crd_dir: Path | None = None) -> list[str]:
+    """Every problem in every rendered cluster, one line each (empty when all is well)."""
+    problems: list[str] = []
+    for cluster in clusters:
+        problems += policy_problems(cluster)
+        problems += placement_problems(cluster)
+        problems += schema_problems(cluster, crd_dir)
+    return problems

@@ -1,0 +1,37 @@
+"""Shared fixtures: the repository, the upstream CRDs in ../shared/crds, and renders of the examples."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+CRDS = SHARED / "crds"
+CHARTS = SHARED / "charts"
+EXAMPLES = sorted((REPO / "clusters").glob("*.yaml"))
+
+# Tests validate against the pinned CRDs the project ships with; never a user's cache.
+os.environ.setdefault("SLURMGEN_CRD_DIR", str(CRDS))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not CRDS.is_dir():
+        raise pytest.UsageError(f"upstream CRDs not found at {CRDS}; the tests validate against them")
+
+
+@pytest.fixture(scope="session")
+def rendered():
+    """Every example cluster, rendered and verified once per test session: {cluster name: RenderedCluster}."""
+    from slurmgen.pipeline import run
+
+    result = run(EXAMPLES, crd_dir=CRDS)
+    return {c.spec.name: c for c in result.clusters}
+
+
+@pytest.fixture(scope="session")
+def example(rendered):
+    """The embedded default cluster's files: {relative path: object}."""
+    return rendered["example"].files

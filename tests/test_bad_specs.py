@@ -1,0 +1,44 @@
+"""Bad input as data: every tests/cases/bad/*.yaml states the exact lines it must produce (`# expect:`).
+
+Each case must exit 2, print exactly those lines on stderr (no traceback), and leave the output
+folder byte-for-byte as it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slurmgen.cli import main
+from slurmgen.output import read_tree
+
+CASES = sorted((Path(__file__).parent / "cases" / "bad").glob("*.yaml"))
+
+
+def expected_lines(case: Path) -> list[str]:
+    lines = [line[len("# expect: "):] for line in case.read_text().splitlines() if line.startswith("# expect: ")]
+    return [line.replace("FILE", str(case)) for line in lines]
+
+
+def test_there_are_enough_cases():
+    assert len(CASES) >= 25
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_bad_spec_exits_2_with_exact_lines_and_touches_nothing(case, tmp_path, capsys):
+    # GIVEN an output folder that already holds a previous render
+    out = tmp_path / "dist"
+    (out / "t" / "slurm").mkdir(parents=True)
+    (out / "t" / "slurm" / "keep.yaml").write_text("kind: ConfigMap\n")
+    before = read_tree(out)
+    expected = expected_lines(case)
+    assert expected, f"{case.name} has no '# expect:' line"
+    # WHEN the bad spec is rendered
+    rc = main(["--spec", str(case), "--out", str(out)])
+    # THEN exit 2, exactly the expected lines, and the output folder is untouched
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2
+    assert err == expected
+    assert "Traceback" not in "\n".join(err)
+    assert read_tree(out) == before

@@ -1,0 +1,79 @@
+"""Helm silently ignores a misspelt key: every value we set must exist in the pinned chart's defaults."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.conftest import CHARTS
+
+
+def helm_apps(rendered) -> Iterator[tuple[str, dict[str, Any]]]:
+    for cluster in rendered.values():
+        for rel, obj in cluster.files.items():
+            if obj["kind"] == "Application" and "chart" in obj["spec"]["source"]:
+                yield f"{cluster.spec.name}/{rel}", obj["spec"]["source"]
+
+
+def leaf_paths(values: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    if isinstance(values, dict) and values:
+        for key, sub in values.items():
+            yield from leaf_paths(sub, (*prefix, key))
+    else:
+        yield prefix
+
+
+def exists(defaults: Any, path: tuple[str, ...]) -> bool:
+    """True when the chart reads `path`: every key exists, or we fill a map the chart leaves empty."""
+    node = defaults
+    for index, key in enumerate(path):
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+        more = index < len(path) - 1
+        if more and isinstance(node, dict) and not node:  # free-form map such as nodeSelector: {}
+            return True
+        if more and not isinstance(node, dict):  # setting sub-keys of a scalar or a list
+            return False
+    return True
+
+
+def test_there_are_helm_applications(rendered):
+    assert len(list(helm_apps(rendered))) >= 5
+
+
+def test_every_value_key_exists_in_the_pinned_chart(rendered):
+    for where, source in helm_apps(rendered):
+        # GIVEN the chart's default values at the pinned version
+        chart_dir = CHARTS / source["chart"] / source["targetRevision"]
+        assert chart_dir.is_dir(), f"{where}: no pinned copy of {source['chart']} {source['targetRevision']} in {CHARTS}"
+        chart = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
+        assert str(chart["version"]) == source["targetRevision"], where
+        defaults = yaml.safe_load((chart_dir / "values.yaml").read_text())
+        values = source["helm"].get("valuesObject", {})
+        # THEN every key path we set is one the chart reads
+        unknown = [".".join(p) for p in leaf_paths(values) if p and not exists(defaults, p)]
+        assert not unknown, f"{where}: keys not in {source['chart']} values.yaml: {unknown}"
+        # AND where the chart ships a values schema, the values validate against it
+        schema_file = chart_dir / "values.schema.json"
+        if schema_file.exists():
+            merged = _merge(defaults, values)
+            jsonschema.validate(merged, json.loads(schema_file.read_text()))
+
+
+def _merge(base: Any, override: Any) -> Any:
+    if isinstance(base, dict) and isinstance(override, dict):
+        out = dict(base)
+        for key, value in override.items():
+            out[key] = _merge(base.get(key), value)
+        return out
+    return override
+
+
+@pytest.mark.parametrize("path,expected", [(("crds", "enabled"), True), (("nope",), False), (("operator", "x", "y"), False)])
+def test_exists_helper(path, expected):
+    assert exists({"crds": {"enabled": False}, "operator": {"x": 1}}, path) is expected

@@ -1,0 +1,296 @@
+"""Core Kubernetes kinds, validated with kubernetes-validate's bundled *strict* schemas.
+
+`kubernetes_validate.validate()` re-reads the 1.3 MB `_definitions.json` and builds a new
+validator on every call (about 8 ms per document).  Here the definitions of one Kubernetes
+version are read once, registered with `referencing`, and one jsonschema validator per
+kind (or per sub-schema) is built lazily and cached.
+
+The per-kind files (`vX-local-strict/<kind>-<group>-<version>.json`) are the same
+definitions as `_definitions.json#/$defs/<name>` (checked for 1.34: they differ only by an
+`enum` on apiVersion/kind and by `$ref` spelling), so kinds are indexed straight from the
+definitions' `x-kubernetes-group-version-kind`, which also avoids guessing file names.
+
+This module also holds the small helpers shared by the CRD and Slinky validators:
+the format checker, and `schema_issues()` which turns jsonschema errors into
+`(path, message)` pairs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import importlib.resources
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import jsonschema
+from jsonschema.protocols import Validator as JsonValidator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+__all__ = [
+    "DEFAULT_KUBERNETES_VERSION",
+    "DEFINITIONS_URI",
+    "OBJECT_META",
+    "CONTAINER",
+    "CONTAINER_UNNAMED",
+    "POD_SPEC",
+    "POD_SPEC_NO_CONTAINERS",
+    "SERVICE_SPEC",
+    "PERSISTENT_VOLUME_CLAIM",
+    "FORMAT_CHECKER",
+    "CoreSchemas",
+    "Issue",
+    "PathPart",
+    "SchemaUnavailable",
+    "definition_ref",
+    "schema_issues",
+    "supported_versions",
+]
+
+DEFAULT_KUBERNETES_VERSION = "1.34"
+
+#: `$id` of `_definitions.json`; every bundled `$ref` resolves against it.
+DEFINITIONS_URI = "https://kubernetes.io/api/_definitions.json"
+
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+CONTAINER = "io.k8s.api.core.v1.Container"
+POD_SPEC = "io.k8s.api.core.v1.PodSpec"
+SERVICE_SPEC = "io.k8s.api.core.v1.ServiceSpec"
+PERSISTENT_VOLUME_CLAIM = "io.k8s.api.core.v1.PersistentVolumeClaim"
+#: Derived definitions added to the registry: a Slinky ContainerWrapper is merged onto a
+#: container the operator names itself, and Slinky's `template.spec` has no containers.
+CONTAINER_UNNAMED = "slurmgen.Container.nameOptional"
+POD_SPEC_NO_CONTAINERS = "slurmgen.PodSpec.containersOptional"
+
+_SCHEMA_ROOT = "kubernetes-json-schema"
+_STRICT_DIR = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-local-strict$")
+_MAX_MESSAGE = 300
+_FORMAT_MESSAGES = {
+    "date-time": "is not an RFC 3339 date-time",
+    "int32": "is out of range for int32",
+    "int64": "is out of range for int64",
+    "byte": "is not base64 (format 'byte')",
+}
+
+PathPart: TypeAlias = str | int
+#: One validation finding: a path inside the validated object and a message.
+Issue: TypeAlias = tuple[tuple[PathPart, ...], str]
+
+
+class SchemaUnavailable(RuntimeError):
+    """The schemas needed to validate cannot be loaded (missing dir, bad version, ...)."""
+
+
+# --------------------------------------------------------------------------- formats
+#: Formats that are cheap to check and that the API server (or the Go decoder) rejects.
+#: Every other `format` (int-or-string, double, uri, ...) is an annotation only.
+FORMAT_CHECKER = jsonschema.FormatChecker(formats=())
+
+_RFC3339 = re.compile(
+    r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)"
+    r"(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$"
+)
+
+
+@FORMAT_CHECKER.checks("date-time")
+def _is_date_time(value: object) -> bool:
+    return not isinstance(value, str) or _RFC3339.match(value) is not None
+
+
+@FORMAT_CHECKER.checks("int32")
+def _is_int32(value: object) -> bool:
+    return not isinstance(value, int) or -(2**31) <= value < 2**31
+
+
+@FORMAT_CHECKER.checks("int64")
+def _is_int64(value: object) -> bool:
+    return not isinstance(value, int) or -(2**63) <= value < 2**63
+
+
+@FORMAT_CHECKER.checks("byte")
+def _is_base64(value: object) -> bool:
+    """Secret.data and friends must be base64: a plain string there is a common slip."""
+    if not isinstance(value, str):
+        return True
+    try:
+        base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- errors -> issues
+def schema_issues(
+    validator: JsonValidator, instance: Any, prefix: tuple[PathPart, ...] = ()
+) -> list[Issue]:
+    """All errors of `instance`, with one issue per unexpected field (so the path names it)."""
+    issues: list[Issue] = []
+    for error in validator.iter_errors(instance):
+        path = prefix + tuple(error.absolute_path)
+        if error.validator == "additionalProperties" and error.validator_value is False:
+            extras = _unexpected_fields(error.instance, error.schema)
+            if extras:
+                issues.extend(
+                    (path + (key,), f"Additional properties are not allowed ({key!r} was unexpected)")
+                    for key in extras
+                )
+                continue
+        issues.append((path, _message(error)))
+    return issues
+
+
+def _unexpected_fields(instance: Any, schema: Mapping[str, Any]) -> list[str]:
+    if not isinstance(instance, Mapping) or "patternProperties" in schema:
+        return []
+    known = schema.get("properties", {})
+    return sorted((key for key in instance if key not in known), key=str)
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "pattern" and "x-go-pattern" in error.schema:
+        # Show the pattern as the CRD spells it, not its Python translation.
+        message = f"{error.instance!r} does not match {error.schema['x-go-pattern']!r}"
+    elif error.validator == "format" and error.validator_value in _FORMAT_MESSAGES:
+        message = f"{error.instance!r} {_FORMAT_MESSAGES[error.validator_value]}"
+    else:
+        message = error.message
+    if len(message) > _MAX_MESSAGE:
+        message = message[: _MAX_MESSAGE - 1] + "…"
+    return message
+
+
+def definition_ref(name: str) -> dict[str, str]:
+    """A schema that points at one definition of the bundled `_definitions.json`."""
+    return {"$ref": f"{DEFINITIONS_URI}#/$defs/{name}"}
+
+
+# --------------------------------------------------------------------------- versions
+def _schema_root() -> Path:
+    root = importlib.resources.files("kubernetes_validate").joinpath(_SCHEMA_ROOT)
+    return Path(str(root))
+
+
+def supported_versions() -> list[str]:
+    """Kubernetes minors with bundled strict schemas, oldest first (e.g. 1.25 ... 1.37)."""
+    found = []
+    for entry in _schema_root().iterdir():
+        match = _STRICT_DIR.match(entry.name)
+        if match and (entry / "_definitions.json").is_file():
+            found.append((int(match[1]), int(match[2]), entry.name))
+    return [f"{major}.{minor}" for major, minor, _ in sorted(found)]
+
+
+def _parse_minor(version: str) -> tuple[int, int]:
+    match = re.match(r"^v?(\d+)\.(\d+)(?:\.\d+)?$", version.strip())
+    if not match:
+        raise SchemaUnavailable(f"not a Kubernetes version: {version!r} (expected e.g. '1.34')")
+    return int(match[1]), int(match[2])
+
+
+def _resolve_version(version: str) -> str:
+    """The newest bundled minor that is not newer than `version`, as kubernetes-validate does."""
+    wanted = _parse_minor(version)
+    available = supported_versions()
+    usable = [v for v in available if _parse_minor(v) <= wanted]
+    if not available or not usable or _parse_minor(available[-1]) < wanted:
+        span = f"{available[0]}-{available[-1]}" if available else "none"
+        raise SchemaUnavailable(
+            f"kubernetes-validate has no strict schemas for Kubernetes {version} (bundled: {span})"
+        )
+    return usable[-1]
+
+
+def _strict_dir(version: str) -> Path:
+    for entry in _schema_root().iterdir():
+        match = _STRICT_DIR.match(entry.name)
+        if match and f"{match[1]}.{match[2]}" == version:
+            return entry
+    raise SchemaUnavailable(f"no strict schema directory for Kubernetes {version}")
+
+
+def _without_required(schema: Mapping[str, Any], field: str) -> dict[str, Any]:
+    copy = dict(schema)
+    copy["required"] = [name for name in schema.get("required", ()) if name != field]
+    if not copy["required"]:
+        del copy["required"]
+    return copy
+
+
+# --------------------------------------------------------------------------- schemas
+class CoreSchemas:
+    """The strict core schemas of one Kubernetes version, loaded once, validators cached."""
+
+    def __init__(self, kubernetes_version: str = DEFAULT_KUBERNETES_VERSION) -> None:
+        self.version = _resolve_version(kubernetes_version)
+        self.path = _strict_dir(self.version) / "_definitions.json"
+        with self.path.open(encoding="utf-8") as handle:
+            document = json.load(handle)
+        definitions: dict[str, Any] = document["$defs"]
+        definitions[CONTAINER_UNNAMED] = _without_required(definitions[CONTAINER], "name")
+        definitions[POD_SPEC_NO_CONTAINERS] = _without_required(definitions[POD_SPEC], "containers")
+        self.registry: Registry = Registry().with_resource(
+            DEFINITIONS_URI, Resource.from_contents(document, default_specification=DRAFT202012)
+        )
+        self._definitions = definitions
+        self._kinds = _index_kinds(definitions)
+        self._validators: dict[str, JsonValidator] = {}
+
+    def definition(self, name: str) -> JsonValidator:
+        """A cached strict validator for one definition, e.g. `io.k8s.api.core.v1.PodSpec`."""
+        validator = self._validators.get(name)
+        if validator is None:
+            if name not in self._definitions:
+                raise KeyError(f"no definition {name!r} in {self.path}")
+            validator = self.validator_for(definition_ref(name))
+            self._validators[name] = validator
+        return validator
+
+    def validator_for(self, schema: Mapping[str, Any]) -> JsonValidator:
+        """A validator for any schema that may `$ref` the core definitions (used for CRDs)."""
+        return jsonschema.Draft202012Validator(
+            schema, registry=self.registry, format_checker=FORMAT_CHECKER
+        )
+
+    def has_kind(self, api_version: str, kind: str) -> bool:
+        return (api_version, kind) in self._kinds
+
+    def kind(self, api_version: str, kind: str) -> JsonValidator | None:
+        """The validator of a top-level kind such as (`apps/v1`, `Deployment`), or None."""
+        name = self._kinds.get((api_version, kind))
+        return None if name is None else self.definition(name)
+
+    # The sub-schemas Slinky's schemaless wrappers are checked against.
+    @property
+    def container(self) -> JsonValidator:
+        return self.definition(CONTAINER)
+
+    @property
+    def container_unnamed(self) -> JsonValidator:
+        return self.definition(CONTAINER_UNNAMED)
+
+    @property
+    def pod_spec(self) -> JsonValidator:
+        """PodSpec with `containers` optional (Slinky's `template.spec` carries none)."""
+        return self.definition(POD_SPEC_NO_CONTAINERS)
+
+    @property
+    def service_spec(self) -> JsonValidator:
+        return self.definition(SERVICE_SPEC)
+
+    @property
+    def persistent_volume_claim(self) -> JsonValidator:
+        return self.definition(PERSISTENT_VOLUME_CLAIM)
+
+
+def _index_kinds(definitions: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    kinds: dict[tuple[str, str], str] = {}
+    for name, schema in definitions.items():
+        for gvk in schema.get("x-kubernetes-group-version-kind", ()):
+            api_version = f"{gvk['group']}/{gvk['version']}" if gvk["group"] else gvk["version"]
+            kinds.setdefault((api_version, gvk["kind"]), name)
+    return kinds
+

@@ -24,8 +24,12 @@ def test_root_application_points_at_the_apps_folder(example):
     assert root["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
 
 
+def children(files):
+    return {o["metadata"]["name"]: o for p, o in files.items() if p.startswith("apps/") and o["kind"] == "Application"}
+
+
 def test_child_applications_are_ordered_by_string_waves(example):
-    apps = by_kind(example, "Application")
+    apps = children(example)
     waves = {name: apps[name]["metadata"]["annotations"][WAVE] for name in apps}
     # THEN every wave is a string and CRDs/cert-manager < operator < compute < Slurm CRs
     assert all(isinstance(w, str) for w in waves.values())
@@ -39,7 +43,7 @@ def test_child_applications_are_ordered_by_string_waves(example):
                                   "example-slurm", "example-compute", "example-nvidia-device-plugin",
                                   "example-aws-efa-k8s-device-plugin"])
 def test_every_child_has_finalizer_automated_sync_and_retry(example, name):
-    app = by_kind(example, "Application")[name]
+    app = children(example)[name]
     assert app["metadata"]["finalizers"] == [FINALIZER]
     policy = app["spec"]["syncPolicy"]
     assert policy["automated"] == {"prune": True, "selfHeal": True}
@@ -81,7 +85,7 @@ def test_project_is_explicit(example):
     assert ("karpenter.sh", "NodePool") in kinds and ("karpenter.k8s.aws", "EC2NodeClass") in kinds
     assert ("apiextensions.k8s.io", "CustomResourceDefinition") in kinds
     # every child's destination and repository is allowed by the project
-    for app in by_kind(example, "Application").values():
+    for app in children(example).values():
         if app["spec"]["project"] == "example":
             assert app["spec"]["source"]["repoURL"] in project["sourceRepos"]
             assert app["spec"]["destination"]["namespace"] in {d["namespace"] for d in project["destinations"]}

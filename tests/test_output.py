@@ -1,0 +1,59 @@
+"""The writer: deterministic bytes, one step from the old tree to the new, nothing stale left behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slurmgen import output
+from slurmgen.output import dump, read_tree, replace_dir
+
+
+def test_dump_keeps_key_order_and_literal_blocks():
+    text = dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
+                 "data": {"a.conf": "A=1\nB=2\n", "n": "8080", "yes": "yes"}})
+    assert text.splitlines()[:3] == ["apiVersion: v1", "kind: ConfigMap", "metadata:"]
+    assert "a.conf: |\n    A=1\n    B=2\n" in text
+    assert "n: '8080'" in text and "'yes': 'yes'" in text  # strings stay strings
+
+
+def test_replace_dir_removes_files_of_objects_that_are_gone(tmp_path):
+    target = tmp_path / "example"
+    replace_dir(target, {"slurm/a.yaml": {"k": 1}, "slurm/b.yaml": {"k": 2}})
+    replace_dir(target, {"slurm/a.yaml": {"k": 3}})
+    assert read_tree(target) == {"slurm/a.yaml": "k: 3\n"}
+    assert [p.name for p in tmp_path.iterdir()] == ["example"]  # no staging folders left
+
+
+def test_failure_mid_write_leaves_the_previous_tree_intact(tmp_path, monkeypatch):
+    # GIVEN a previous render
+    target = tmp_path / "example"
+    replace_dir(target, {"slurm/a.yaml": {"k": 1}})
+    before = read_tree(target)
+    # WHEN writing the new tree fails after the first file
+    calls = {"n": 0}
+    real = Path.write_text
+
+    def flaky(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", flaky)
+    with pytest.raises(OSError):
+        replace_dir(target, {"slurm/a.yaml": {"k": 2}, "slurm/b.yaml": {"k": 3}})
+    # THEN the old tree is untouched and no staging folder remains
+    monkeypatch.undo()
+    assert read_tree(target) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["example"]
+
+
+def test_replace_without_atomic_exchange_still_ends_with_the_new_tree(tmp_path, monkeypatch):
+    monkeypatch.setattr(output, "_exchange", lambda a, b: False)
+    target = tmp_path / "example"
+    replace_dir(target, {"a.yaml": {"k": 1}})
+    replace_dir(target, {"b.yaml": {"k": 2}})
+    assert read_tree(target) == {"b.yaml": "k: 2\n"}
+    assert [p.name for p in tmp_path.iterdir()] == ["example"]

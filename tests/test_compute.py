@@ -1,0 +1,78 @@
+"""Karpenter objects of the larger example (clusters/training.yaml): limits, disruption, reservations, splits."""
+
+from __future__ import annotations
+
+
+def obj(rendered, cluster, rel):
+    return rendered[cluster].files[rel]
+
+
+def test_limits_are_the_capacity_of_the_nodes_the_replicas_need(rendered):
+    # GIVEN 16 whole-node p5.48xlarge replicas
+    pool = obj(rendered, "training", "compute/nodepool-training-h100.yaml")["spec"]
+    # THEN the pool may never hold more than 16 such nodes
+    assert pool["limits"] == {"nodes": "16", "cpu": "3072", "memory": f"{2048 * 1024 * 16}Mi", "nvidia.com/gpu": "128"}
+
+
+def test_split_nodes_use_max_nodes_and_lift_the_one_pod_per_node_rule(rendered):
+    # GIVEN 8 replicas of 2 GPUs on g6e.48xlarge (8 GPUs, 4 EFA) with maxNodes 4
+    pool = obj(rendered, "training", "compute/nodepool-training-l40s.yaml")["spec"]
+    nodeset = obj(rendered, "training", "slurm/nodeset-slurm-worker-l40s.yaml")["spec"]
+    # THEN four pods share a node evenly and the pool stops at 4 nodes
+    assert pool["limits"]["nodes"] == "4" and pool["limits"]["nvidia.com/gpu"] == "32"
+    assert nodeset["oversubscribeNode"] is True
+    limits = nodeset["slurmd"]["resources"]["limits"]
+    assert limits["nvidia.com/gpu"] == "2" and limits["vpc.amazonaws.com/efa"] == "1"
+    assert "Gres=gpu:l40s:2" in nodeset["extraConf"].split(" ")
+
+
+def test_disruption_never_interrupts_a_job(rendered):
+    for cluster in rendered.values():
+        for rel, o in cluster.files.items():
+            if o["kind"] == "NodePool":
+                assert o["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty", rel
+                assert o["spec"]["template"]["spec"]["expireAfter"] == "Never", rel
+            if o["kind"] == "NodeSet":
+                assert o["spec"]["template"]["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
+
+
+def test_capacity_block_nodeset_selects_its_reservation(rendered):
+    pool = obj(rendered, "training", "compute/nodepool-training-h200.yaml")["spec"]
+    node_class = obj(rendered, "training", "compute/ec2nodeclass-training-h200.yaml")["spec"]
+    assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]} in pool["template"]["spec"]["requirements"]
+    assert node_class["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]
+
+
+def test_node_class_is_pinned_and_uses_local_nvme(rendered):
+    node_class = obj(rendered, "training", "compute/ec2nodeclass-training-h100.yaml")["spec"]
+    assert node_class["amiSelectorTerms"] == [{"alias": "al2023@v20260724"}]
+    assert node_class["instanceStorePolicy"] == "RAID0"
+    assert node_class["role"] == "KarpenterNodeRole-ml-training"
+    assert node_class["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "ml-training"}}]
+    assert node_class["metadataOptions"]["httpTokens"] == "required"
+
+
+def test_zones_pin_every_pool(rendered):
+    for rel, o in rendered["training"].files.items():
+        if o["kind"] == "NodePool":
+            assert {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]} in \
+                o["spec"]["template"]["spec"]["requirements"], rel
+
+
+def test_neuron_pool_is_tainted_and_tolerated(rendered):
+    pool = obj(rendered, "training", "compute/nodepool-training-trn2.yaml")["spec"]
+    nodeset = obj(rendered, "training", "slurm/nodeset-slurm-worker-trn2.yaml")["spec"]
+    assert pool["template"]["spec"]["taints"] == [{"key": "aws.amazon.com/neuron", "effect": "NoSchedule"}]
+    assert nodeset["template"]["spec"]["tolerations"] == [
+        {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}]
+    assert nodeset["slurmd"]["resources"]["limits"]["aws.amazon.com/neuron"] == "16"
+    assert "Gres=" not in nodeset["extraConf"]  # Slurm cannot bind Neuron devices; Kubernetes isolates them
+
+
+def test_device_plugins_only_where_needed(rendered):
+    example = set(rendered["example"].files)
+    assert "apps/application-example-nvidia-device-plugin.yaml" in example
+    assert "apps/application-example-aws-efa-k8s-device-plugin.yaml" in example
+    efa = rendered["training"].files["apps/application-training-aws-efa-k8s-device-plugin.yaml"]
+    tolerated = {t["key"] for t in efa["spec"]["source"]["helm"]["valuesObject"]["tolerations"]}
+    assert tolerated == {"nvidia.com/gpu", "aws.amazon.com/neuron", "slurmgen.dev/compute"}

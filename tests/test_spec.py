@@ -1,0 +1,64 @@
+"""The spec layer: defaults from the schema, an immutable model, every problem of every file at once."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from slurmgen.spec import SpecError, load_specs, parse_text
+
+MINIMAL = """\
+schemaVersion: 1
+name: t
+aws: {region: us-west-2, eksClusterName: eks}
+gitops: {repoURL: "https://github.com/o/r.git"}
+nodesets: [{name: gpu, instanceType: g5.xlarge}]
+partitions: [{name: all, nodesets: [ALL], default: true}]
+"""
+
+
+def test_minimal_spec_gets_documented_defaults():
+    spec = parse_text("t.yaml", MINIMAL)
+    assert spec.namespace == "slurm" and spec.slurm_cluster_name == "slurm"
+    assert spec.versions.slinky == "1.2.1" and spec.versions.slurm_image_tag == "26.05-ubuntu26.04"
+    assert spec.images.for_component("slurmctld") == "ghcr.io/slinkyproject/slurmctld:26.05-ubuntu26.04"
+    assert spec.gitops.target_revision == "main" and spec.gitops.path == "dist"
+    assert spec.compute.node_role == "KarpenterNodeRole-eks" and spec.compute.ami_alias == "al2023@v20260724"
+    assert spec.accounting.enabled and spec.login.enabled and spec.metrics.enabled
+    assert spec.partitions[0].nodesets == ("gpu",) and spec.partitions[0].all_nodesets
+
+
+def test_model_is_immutable():
+    spec = parse_text("t.yaml", MINIMAL)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.name = "other"  # type: ignore[misc]
+
+
+def test_image_overrides_per_component_and_per_nodeset():
+    text = MINIMAL.replace("instanceType: g5.xlarge}", "instanceType: g5.xlarge, image: 'r.io/me/slurmd:1'}")
+    text += "images: {overrides: {slurmctld: 'r.io/me/slurmctld:2'}}\n"
+    spec = parse_text("t.yaml", text)
+    assert spec.nodesets[0].image == "r.io/me/slurmd:1"
+    assert spec.images.for_component("slurmctld") == "r.io/me/slurmctld:2"
+    assert spec.images.for_component("slurmrestd").endswith("/slurmrestd:26.05-ubuntu26.04")
+
+
+def test_problems_of_all_files_are_reported_together(tmp_path: Path):
+    (tmp_path / "a.yaml").write_text(MINIMAL.replace("name: t", "name: Bad"))
+    (tmp_path / "b.yaml").write_text(MINIMAL.replace("replicas", "x").replace("{name: gpu,", "{name: gpu, replica: 2,"))
+    with pytest.raises(SpecError) as err:
+        load_specs(sorted(tmp_path.glob("*.yaml")))
+    lines = [str(p) for p in err.value.problems]
+    assert any(line.startswith(f"{tmp_path / 'a.yaml'}: name:") for line in lines)
+    assert f"{tmp_path / 'b.yaml'}: nodesets[0].replica: unknown key; did you mean 'replicas'?" in lines
+
+
+def test_two_files_with_the_same_cluster_name(tmp_path: Path):
+    (tmp_path / "a.yaml").write_text(MINIMAL)
+    (tmp_path / "b.yaml").write_text(MINIMAL)
+    with pytest.raises(SpecError) as err:
+        load_specs([tmp_path / "a.yaml", tmp_path / "b.yaml"])
+    assert [str(p) for p in err.value.problems] == [
+        f"{tmp_path / 'b.yaml'}: name: cluster name 't' is already used by {tmp_path / 'a.yaml'}"]

@@ -14,7 +14,11 @@ from cdk8s import App, Chart
 from .apps import helm
 from .apps.argocd import AppsChart, RootChart
 from .catalog.catalog import InstanceType, load_catalog
+from .charts.accounting import DatabaseChart
 from .charts.compute import ComputeChart
+from .charts.secrets import SecretsChart
+from .charts.storage import StorageChart
+from .charts.unit import UnitChart
 from .charts.slurm_cluster import SlurmClusterChart
 from .plan import NodeSetPlan, plan_cluster
 from .spec import ClusterSpec
@@ -54,7 +58,14 @@ def _files(charts: Iterable[Chart]) -> dict[str, Obj]:
 
 def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceType]) -> RenderedCluster:
     plans = plan_cluster(spec, catalog)
-    units = [ComputeChart(app, spec, plans), SlurmClusterChart(app, spec, plans)]
+    units: list[UnitChart] = [ComputeChart(app, spec, plans)]
+    if spec.secrets.generated:
+        units.append(SecretsChart(app, spec))
+    if spec.storage.fsx.enabled:
+        units.append(StorageChart(app, spec))
+    if spec.accounting.enabled and spec.accounting.database.managed:
+        units.append(DatabaseChart(app, spec))
+    units.append(SlurmClusterChart(app, spec, plans))
     releases = helm.releases(spec, nvidia=any(p.instance.is_nvidia for p in plans.values()),
                              efa=any(p.shape.efa for p in plans.values()))
     charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec)]

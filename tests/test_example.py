@@ -155,7 +155,7 @@ def test_control_plane_pods_run_on_the_core_node_group(example):
 
 def test_cluster_scoped_objects_have_no_namespace(example):
     for rel, obj in example.items():
-        if obj["kind"] in ("NodePool", "EC2NodeClass"):
+        if obj["kind"] in ("NodePool", "EC2NodeClass", "PersistentVolume", "StorageClass"):
             assert "namespace" not in obj["metadata"], rel
         else:
             assert obj["metadata"].get("namespace"), rel

@@ -67,7 +67,7 @@ class AppsChart(Chart):
             kinds |= cluster_scoped_kinds(unit)
         for release in releases:
             self._helm_application(release)
-            destinations.add(release.namespace)
+            destinations |= {release.namespace, *release.extra_namespaces}
             kinds |= set(release.cluster_kinds)
         repos = {spec.gitops.repo_url} | {r.repo_url for r in releases}
         self._project(sorted(repos), sorted(destinations), sorted(kinds))

@@ -33,6 +33,7 @@ class HelmRelease:
     values: dict[str, Any] = field(default_factory=dict)
     server_side_apply: bool = False
     cluster_kinds: tuple[tuple[str, str], ...] = ()
+    extra_namespaces: tuple[str, ...] = ()  # namespaces the chart writes to besides its own
 
 
 def _placement(spec: ClusterSpec) -> dict[str, Any]:
@@ -110,9 +111,86 @@ def efa_device_plugin(spec: ClusterSpec) -> HelmRelease:
     )
 
 
+def external_secrets(spec: ClusterSpec) -> HelmRelease:
+    place = _placement(spec)
+    return HelmRelease(
+        unit="external-secrets", repo_url="ghcr.io/external-secrets/charts", chart="external-secrets",
+        version="2.9.0", namespace="external-secrets", release_name="external-secrets",
+        wave=waves.CRDS, server_side_apply=True,  # its SecretStore CRDs are larger than 256 KiB
+        values={"installCRDs": True, **place, "webhook": dict(place), "certController": dict(place)},
+        cluster_kinds=(CRD, *WEBHOOKS, *RBAC),
+    )
+
+
+def mariadb_operator_crds(spec: ClusterSpec) -> HelmRelease:
+    return HelmRelease(
+        unit="mariadb-operator-crds", repo_url="ghcr.io/mariadb-operator/charts", chart="mariadb-operator-crds",
+        version="26.6.0", namespace="mariadb-operator", release_name="mariadb-operator-crds",
+        wave=waves.CRDS, server_side_apply=True, cluster_kinds=(CRD,),
+    )
+
+
+def mariadb_operator(spec: ClusterSpec) -> HelmRelease:
+    place = _placement(spec)
+    return HelmRelease(
+        unit="mariadb-operator", repo_url="ghcr.io/mariadb-operator/charts", chart="mariadb-operator",
+        version="26.6.0", namespace="mariadb-operator", release_name="mariadb-operator",
+        wave=waves.OPERATORS, server_side_apply=True,
+        # CRDs from their own Application: uninstalling an operator chart that owns them deletes every MariaDB.
+        values={"crds": {"enabled": False}, **place,
+                "webhook": {**place, "cert": {"certManager": {"enabled": True}}}, "certController": dict(place)},
+        cluster_kinds=(*WEBHOOKS, *RBAC),
+    )
+
+
+def fsx_csi_driver(spec: ClusterSpec) -> HelmRelease:
+    place = _placement(spec)
+    region = spec.aws.region
+    return HelmRelease(
+        unit="aws-fsx-csi-driver", repo_url="https://kubernetes-sigs.github.io/aws-fsx-csi-driver",
+        chart="aws-fsx-csi-driver", version="1.17.0", namespace="kube-system", release_name="aws-fsx-csi-driver",
+        wave=waves.OPERATORS,
+        # IMDS is out of reach for pods on Karpenter nodes (hop limit 1): give the region explicitly.
+        values={"controller": {"region": region, **place}},  # the chart has no node.region
+        cluster_kinds=(("storage.k8s.io", "CSIDriver"), *RBAC),
+    )
+
+
+def kube_prometheus_stack(spec: ClusterSpec) -> HelmRelease:
+    kps = spec.kube_prometheus_stack
+    place = _placement(spec)
+    storage = {"volumeClaimTemplate": {"spec": {
+        "storageClassName": kps.storage_class_name, "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": kps.storage_size}}}}}
+    return HelmRelease(
+        unit="kube-prometheus-stack", repo_url="ghcr.io/prometheus-community/charts", chart="kube-prometheus-stack",
+        version="88.5.3", namespace=kps.namespace, release_name="kube-prometheus-stack",
+        wave=waves.CRDS, server_side_apply=True,  # its CRDs exceed the client-side apply limit
+        values={
+            "prometheus": {"prometheusSpec": {
+                # pick up the Slurm ServiceMonitor whatever its labels
+                "serviceMonitorSelectorNilUsesHelmValues": False, "podMonitorSelectorNilUsesHelmValues": False,
+                "retention": kps.retention, "storageSpec": storage, **place}},
+            # Subchart settings (grafana's placement, node-exporter's tolerations) are not in this
+            # chart's values.yaml, so they cannot be checked here and are left at their defaults.
+            "grafana": {"sidecar": {"dashboards": {"enabled": True, "searchNamespace": "ALL"}}},
+        },
+        cluster_kinds=(CRD, *WEBHOOKS, *RBAC),
+        extra_namespaces=("kube-system",),  # Services for the control-plane exporters
+    )
+
+
 def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False) -> list[HelmRelease]:
     """Every Helm child Application of a cluster; device plugins only where a nodeset needs them."""
     out = [cert_manager(spec), slurm_operator_crds(spec), slurm_operator(spec)]
+    if spec.secrets.generated:
+        out.append(external_secrets(spec))
+    if spec.accounting.enabled and spec.accounting.database.managed:
+        out += [mariadb_operator_crds(spec), mariadb_operator(spec)]
+    if spec.storage.fsx.enabled and spec.storage.fsx.csi_driver == "helm":
+        out.append(fsx_csi_driver(spec))
+    if spec.kube_prometheus_stack.enabled:
+        out.append(kube_prometheus_stack(spec))
     c = spec.compute
     if nvidia and c.nvidia_device_plugin and c.ami_family != "bottlerocket":  # Bottlerocket ships its own
         out.append(nvidia_device_plugin(spec))

@@ -5,8 +5,9 @@ with the `argocd-cm` Application health check from the README's bootstrap sectio
 """
 
 PROJECT = -100      # the AppProject every child names
-CRDS = -30          # CRD charts and cert-manager (its webhook must serve before the operator's Certificate)
-OPERATORS = -20     # slurm-operator and its webhook
-INFRA = -10         # node pools, storage, secrets: what the Slurm pods need to start
+CRDS = -30          # CRD charts, cert-manager, External Secrets (their webhooks must serve before CRs arrive)
+OPERATORS = -20     # slurm-operator, mariadb-operator, device plugins, the FSx CSI driver
+SECRETS = -15       # generated keys and passwords: before the database and the Controller
+INFRA = -10         # node pools, storage, the database: what the Slurm pods need to start
 SLURM = 0           # the Slinky CRs
 ADDONS = 10         # dashboards, policy jobs: need a running cluster

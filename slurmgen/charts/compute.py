@@ -18,6 +18,7 @@ from ..apps import waves
 from ..plan import ARCH_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NodeSetPlan
 from ..spec import ClusterSpec
 from ._objects import emit, wave
+from .storage import STARTUP_TAINT
 from .unit import SyncSettings, UnitChart
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -78,12 +79,15 @@ class ComputeChart(UnitChart):
             {"key": ARCH_LABEL, "operator": "In", "values": [it.arch]},
             {"key": OS_LABEL, "operator": "In", "values": ["linux"]},
         ]
-        if ns.zones:
-            requirements.append({"key": ZONE_LABEL, "operator": "In", "values": list(ns.zones)})
+        zones = plan_zones(self.spec, plan)
+        if zones:
+            requirements.append({"key": ZONE_LABEL, "operator": "In", "values": list(zones)})
         template_spec: dict[str, Any] = {
             "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": plan.nodepool},
             "requirements": requirements,
             "taints": [t.as_dict() for t in plan.taints],
+            # The FSx node plugin removes this once it can mount; Karpenter needs no toleration for it.
+            "startupTaints": [STARTUP_TAINT] if self.spec.storage.fsx.enabled else None,
             "expireAfter": c.expire_after,
             "terminationGracePeriod": c.termination_grace_period,
         }
@@ -98,6 +102,14 @@ class ComputeChart(UnitChart):
         }
         emit(self, api_version="karpenter.sh/v1", kind="NodePool", name=plan.nodepool,
              labels=self._labels(plan), annotations=wave(1), body={"spec": body})
+
+
+def plan_zones(spec: ClusterSpec, plan: NodeSetPlan) -> tuple[str, ...]:
+    """Zones a nodeset's nodes may use: the FSx zone when it mounts FSx (no cross-zone Lustre traffic)."""
+    fsx = spec.storage.fsx
+    if fsx.enabled and fsx.zone:
+        return (fsx.zone,)
+    return plan.nodeset.zones
 
 
 def node_pool_limits(plan: NodeSetPlan) -> dict[str, str]:

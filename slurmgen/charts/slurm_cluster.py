@@ -16,6 +16,10 @@ from .. import naming
 from ..plan import DO_NOT_DISRUPT, NodeSetPlan
 from ..spec import ClusterSpec, Partition
 from ._objects import KEEP, SYNC_OPTIONS, emit, wave
+from .accounting import accounting_spec
+from .login import loginset_spec, ssh_service
+from .secrets import sssd_secret
+from .storage import pod_volumes
 from .unit import SyncSettings, UnitChart
 
 API = "slinky.slurm.net/v1beta1"
@@ -34,14 +38,6 @@ ConstrainRAMSpace=yes
 ConstrainDevices=yes
 ConstrainSwapSpace=yes
 """
-
-SSHD_CONFIG = """\
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PubkeyAuthentication yes
-PermitRootLogin prohibit-password
-"""
-
 
 class SlurmClusterChart(UnitChart):
     unit = "slurm"
@@ -66,10 +62,12 @@ class SlurmClusterChart(UnitChart):
         emit(self, api_version=API, kind=kind, name=name, namespace=self.spec.namespace,
              annotations=wave(wave_no, **{SYNC_OPTIONS: options}), body={"spec": spec_body})
 
-    def _core_template(self, component: str) -> dict[str, Any]:
+    def _core_template(self, component: str, volumes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """Pod template for control-plane pods: the core node group, and a label we can select on."""
-        return {"metadata": {"labels": {naming.COMPONENT_LABEL: component}},
-                "spec": self.spec.placement.pod_spec() or None}
+        pod: dict[str, Any] = dict(self.spec.placement.pod_spec())
+        if volumes:
+            pod["volumes"] = volumes
+        return {"metadata": {"labels": {naming.COMPONENT_LABEL: component}}, "spec": pod or None}
 
     def _sidecar(self) -> dict[str, str]:
         return {"image": self.spec.images.sidecar}
@@ -131,18 +129,7 @@ class SlurmClusterChart(UnitChart):
         return metrics
 
     def _accounting(self) -> None:
-        spec = self.spec
-        db = spec.accounting.database
-        body = {
-            "slurmKeyRef": spec.secrets.slurm_key.as_ref(),
-            "jwtKeyRef": spec.secrets.jwt_key.as_ref(),
-            "slurmdbd": {"image": spec.images.for_component("slurmdbd")},
-            "template": self._core_template("slurmdbd"),
-            "storageConfig": {
-                "host": db.host, "port": db.port, "database": db.name, "username": db.user,
-                "passwordKeyRef": db.password_secret.as_ref(),
-            },
-        }
+        body = accounting_spec(self.spec, self._core_template("slurmdbd"))
         self._cr("Accounting", naming.CONTROLLER, WAVE_ACCOUNTING, body)
 
     def _restapi(self) -> None:
@@ -156,29 +143,32 @@ class SlurmClusterChart(UnitChart):
         self._cr("RestApi", naming.CONTROLLER, WAVE_WORKERS, body)
 
     def _loginset(self) -> None:
-        login = self.spec.login
-        body: dict[str, Any] = {
-            "controllerRef": {"name": naming.CONTROLLER},
-            "replicas": login.replicas,
-            "sssdConfRef": login.sssd_conf_secret.as_ref(),
-            "login": {"image": self.spec.images.for_component("login")},
-            "initconf": self._sidecar(),
-            "extraSshdConfig": SSHD_CONFIG,
-            "template": self._core_template("login"),
-        }
-        if login.ssh_authorized_keys:
-            body["rootSshAuthorizedKeys"] = "".join(f"{key}\n" for key in login.ssh_authorized_keys)
+        volumes, mounts = pod_volumes(self.spec, gpu=False)
+        body = loginset_spec(self.spec, self._core_template("login", volumes), mounts, sssd_secret(self.spec).as_ref())
         self._cr("LoginSet", naming.LOGIN, WAVE_WORKERS, body)
+        if self.spec.login.service.enabled:
+            ssh_service(self, self.spec, WAVE_WORKERS)
 
     def _nodeset(self, plan: NodeSetPlan) -> None:
         ns = plan.nodeset
+        volumes, mounts = pod_volumes(self.spec, gpu=plan.instance.is_nvidia)
+        slurmd: dict[str, Any] = {
+            "image": ns.image,
+            "resources": {"requests": plan.shape.requests(), "limits": plan.shape.limits()},
+        }
+        if mounts:
+            slurmd["volumeMounts"] = mounts
+        pod: dict[str, Any] = {
+            "hostname": f"{ns.name}-",  # Slurm nodes <name>-0.. and Slurm NodeSet <name>
+            "nodeSelector": plan.node_selector,
+            "tolerations": [t.as_dict() for t in plan.tolerations],
+        }
+        if volumes:
+            pod["volumes"] = volumes
         body: dict[str, Any] = {
             "controllerRef": {"name": naming.CONTROLLER},
             "replicas": ns.replicas,
-            "slurmd": {
-                "image": ns.image,
-                "resources": {"requests": plan.shape.requests(), "limits": plan.shape.limits()},
-            },
+            "slurmd": slurmd,
             "logfile": self._sidecar(),
             "extraConf": plan.slurm_conf,
             "template": {
@@ -187,11 +177,7 @@ class SlurmClusterChart(UnitChart):
                     # Karpenter must never consolidate or drift a node out from under a running job.
                     "annotations": {DO_NOT_DISRUPT: "true"},
                 },
-                "spec": {
-                    "hostname": f"{ns.name}-",  # Slurm nodes <name>-0.. and Slurm NodeSet <name>
-                    "nodeSelector": plan.node_selector,
-                    "tolerations": [t.as_dict() for t in plan.tolerations],
-                },
+                "spec": pod,
             },
         }
         if plan.shape.pods_per_node > 1:

@@ -100,6 +100,99 @@ def ami_version_matches_family(spec: dict[str, Any]) -> Iterator[Finding]:
         yield "compute.amiVersion", f"{compute['amiVersion']!r} is not a Bottlerocket release; use vX.Y.Z, e.g. v1.50.0"
 
 
+FSX_THROUGHPUT = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000)}
+
+
+def fsx_valid_size(deployment_type: str, size: int) -> bool:
+    """FSx for Lustre capacities: 1200, 2400, then steps of 2400 (SCRATCH_1: of 3600)."""
+    step = 3600 if deployment_type == "SCRATCH_1" else 2400
+    return size in (1200, 2400) or (size > 0 and size % step == 0)
+
+
+def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
+    fsx = spec["storage"]["fsx"]
+    if not fsx["enabled"]:
+        return
+    mode, other = fsx["mode"], "static" if fsx["mode"] == "dynamic" else "dynamic"
+    if mode not in fsx:
+        yield f"storage.fsx.{mode}", f"mode {mode} needs a storage.fsx.{mode} section"
+    if other in fsx:
+        yield f"storage.fsx.{other}", f"only used with mode: {other}; remove it or change mode"
+    for key in ("sizeGiB", "zone"):
+        if key not in fsx:
+            yield f"storage.fsx.{key}", {"sizeGiB": "the file system size is required (1200, 2400, then steps of 2400 GiB)",
+                                         "zone": "the file system's availability zone is required: compute is pinned to it"}[key]
+    deployment = fsx["deploymentType"]
+    if "sizeGiB" in fsx and not fsx_valid_size(deployment, fsx["sizeGiB"]):
+        step = 3600 if deployment == "SCRATCH_1" else 2400
+        yield "storage.fsx.sizeGiB", f"{fsx['sizeGiB']} GiB is not a valid {deployment} size; use 1200, 2400 or a multiple of {step}"
+    throughput = fsx.get("dynamic", {}).get("perUnitStorageThroughput")
+    allowed = FSX_THROUGHPUT.get(deployment)
+    if throughput is not None and allowed is None:
+        yield "storage.fsx.dynamic.perUnitStorageThroughput", f"{deployment} has no per-unit throughput setting; remove it"
+    elif throughput is not None and throughput not in allowed:
+        yield ("storage.fsx.dynamic.perUnitStorageThroughput",
+               f"{throughput} MB/s/TiB is not offered for {deployment}; use one of {', '.join(map(str, allowed))}")
+    elif throughput is None and allowed is not None and "dynamic" in fsx and mode == "dynamic":
+        yield "storage.fsx.dynamic.perUnitStorageThroughput", f"required for {deployment}: one of {', '.join(map(str, allowed))}"
+    zone = fsx.get("zone")
+    for index, ns in enumerate(spec["nodesets"]):
+        zones = ns.get("zones", spec["compute"]["zones"])
+        if zone and zones and zone not in zones:
+            yield (f"nodesets[{index}].zones", f"FSx is in {zone}, which this nodeset's zones ({', '.join(zones)}) exclude; "
+                   "its pods could not mount it without cross-zone traffic")
+
+
+def login_exposure(spec: dict[str, Any]) -> Iterator[Finding]:
+    svc = spec["login"]["service"]
+    if not (spec["login"]["enabled"] and svc["enabled"]) or svc["allowPublicSsh"]:
+        return
+    for index, cidr in enumerate(svc["sourceRanges"]):
+        if cidr.endswith("/0"):
+            yield (f"login.service.sourceRanges[{index}]",
+                   f"{cidr} opens SSH to the whole internet; list your networks, or set login.service.allowPublicSsh: true")
+    if svc["scheme"] == "internet-facing" and not svc["sourceRanges"]:
+        yield ("login.service.sourceRanges",
+               "an internet-facing NLB without sourceRanges accepts SSH from anywhere; list your networks, "
+               "or set login.service.allowPublicSsh: true")
+
+
+def database_mode(spec: dict[str, Any]) -> Iterator[Finding]:
+    db = spec["accounting"]["database"]
+    if not spec["accounting"]["enabled"]:
+        return
+    if db["mode"] == "external" and "host" not in db:
+        yield "accounting.database.host", "mode external needs the database host (e.g. the RDS endpoint)"
+    if db["mode"] == "in-cluster" and "host" in db:
+        yield "accounting.database.host", "the in-cluster database is always 'mariadb'; remove host or set mode: external"
+    ic = db["inCluster"]
+    if db["mode"] == "in-cluster" and _mebibytes(ic["memory"]) <= ic["bufferPoolSizeMiB"]:
+        yield ("accounting.database.inCluster.memory",
+               f"{ic['memory']} does not exceed the {ic['bufferPoolSizeMiB']} MiB InnoDB buffer pool; MariaDB would be OOM-killed")
+
+
+def secrets_mode(spec: dict[str, Any]) -> Iterator[Finding]:
+    secrets = spec["secrets"]
+    if secrets["mode"] == "precreated" and "awsSecretsManager" in secrets:
+        yield "secrets.awsSecretsManager", "only used with mode: external-secrets"
+    external_db = spec["accounting"]["enabled"] and spec["accounting"]["database"]["mode"] == "external"
+    if secrets["mode"] == "external-secrets" and "awsSecretsManager" not in secrets and external_db:
+        yield ("accounting.database.passwordSecret",
+               "an external database's password cannot be generated in the cluster; read it from AWS Secrets Manager "
+               "(secrets.awsSecretsManager) or use secrets.mode: precreated")
+    if secrets["mode"] == "precreated" and "sssdConf" in spec["login"]:
+        yield "login.sssdConf", "rendered into a Secret only in secrets mode external-secrets; with precreated, create the Secret yourself"
+
+
+_UNITS = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024, "k": 1e3 / 2**20, "M": 1e6 / 2**20, "G": 1e9 / 2**20,
+          "T": 1e12 / 2**20, "": 1 / 2**20}
+
+
+def _mebibytes(quantity: str) -> float:
+    number = quantity.rstrip("KMGTPik")
+    return float(number) * _UNITS.get(quantity[len(number):], 0)
+
+
 RULES: tuple[Rule, ...] = (
     unique_names,
     partition_references,
@@ -110,6 +203,10 @@ RULES: tuple[Rule, ...] = (
     fair_share_needs_accounting,
     reservations_match_capacity_type,
     ami_version_matches_family,
+    fsx_settings,
+    login_exposure,
+    database_mode,
+    secrets_mode,
 )
 
 

@@ -30,6 +30,8 @@ _PATTERN_HINTS = {
     "quantity": "must be a Kubernetes quantity such as 4Gi or 500Mi",
     "duration": "must be a duration such as 30s, 5m or 1h",
     "confLine": "must be one slurm.conf line of the form Key=Value",
+    "cidr": "must be a CIDR block such as 10.0.0.0/16",
+    "zone": "must be an availability zone name such as us-west-2a",
 }
 
 

@@ -9,10 +9,12 @@ from . import _checks, _schema
 from ._yaml import YamlSyntaxError, load_yaml
 from .errors import Problem, SpecError
 from .model import (
-    Accounting, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, FairShare, GitOpsSettings, Images, Login, Metrics,
-    NodeSetSpec, Partition, Persistence, Placement, Scheduling, SecretKeyRef, Secrets, ServiceMonitor,
-    Toleration, Versions, pairs,
+    Accounting, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, FairShare, Fsx, GitOpsSettings, Images,
+    KubePrometheusStack, Login, LoginService, MariaDbSettings, Metrics, NodeSetSpec, Partition, Persistence, Placement,
+    Scheduling, SecretKeyRef, Secrets, ServiceMonitor, Storage, Toleration, Versions, pairs,
 )
+
+MARIADB_NAME = "mariadb"  # the in-cluster MariaDB CR and its Service
 
 # Extra cross-field rules registered by other layers (the compute catalog checks instance types),
 # so the spec layer does not import them.
@@ -108,6 +110,56 @@ def _partitions(raw: list[dict[str, Any]], nodesets: list[str]) -> Iterator[Part
         )
 
 
+def _login(raw: dict[str, Any]) -> Login:
+    svc = raw["service"]
+    return Login(
+        enabled=raw["enabled"], replicas=raw["replicas"], ssh_authorized_keys=tuple(raw["sshAuthorizedKeys"]),
+        sssd_conf_secret=_ref(raw["sssdConfSecret"]), extra_sshd_config=raw["extraSshdConfig"],
+        sssd_conf=raw.get("sssdConf"),
+        service=LoginService(enabled=svc["enabled"], scheme=svc["scheme"], source_ranges=tuple(svc["sourceRanges"]),
+                             allow_public_ssh=svc["allowPublicSsh"], subnets=tuple(svc.get("subnets", ()))),
+    )
+
+
+def _database(db: dict[str, Any]) -> Database:
+    ic = db["inCluster"]
+    managed = db["mode"] == "in-cluster"
+    return Database(
+        mode=db["mode"], host=MARIADB_NAME if managed else db["host"], port=db["port"], name=db["name"],
+        user=db["user"], password_secret=_ref(db["passwordSecret"]),
+        in_cluster=MariaDbSettings(storage_class_name=ic["storageClassName"], size=ic["size"], memory=ic["memory"],
+                                   cpu=ic["cpu"], buffer_pool_size_mib=ic["bufferPoolSizeMiB"],
+                                   max_allowed_packet_mib=ic["maxAllowedPacketMiB"]),
+    )
+
+
+def _secrets(d: dict[str, Any]) -> Secrets:
+    raw = d["secrets"]
+    sm = raw.get("awsSecretsManager")
+    return Secrets(mode=raw["mode"], slurm_key=_ref(raw["slurmKey"]), jwt_key=_ref(raw["jwtKey"]),
+                   aws_region=(sm.get("region") or d["aws"]["region"]) if sm else None,
+                   aws_prefix=sm["prefix"] if sm else None)
+
+
+def _storage(raw: dict[str, Any]) -> Storage:
+    fsx = raw["fsx"]
+    dynamic: dict[str, str] = {}
+    if "dynamic" in fsx:
+        dyn = fsx["dynamic"]
+        dynamic = {"subnetId": dyn["subnetId"], "securityGroupIds": ",".join(dyn["securityGroupIds"]),
+                   "deploymentType": fsx["deploymentType"], "fileSystemTypeVersion": dyn["fileSystemTypeVersion"],
+                   "dataCompressionType": dyn["dataCompressionType"],
+                   "automaticBackupRetentionDays": str(dyn["automaticBackupRetentionDays"])}
+        if "perUnitStorageThroughput" in dyn:
+            dynamic["perUnitStorageThroughput"] = str(dyn["perUnitStorageThroughput"])
+    return Storage(
+        fsx=Fsx(enabled=fsx["enabled"], mode=fsx["mode"], claim_name=fsx["claimName"], mount_path=fsx["mountPath"],
+                size_gib=fsx.get("sizeGiB", 1200), zone=fsx.get("zone"), deployment_type=fsx["deploymentType"],
+                csi_driver=fsx["csiDriver"], dynamic=pairs(dynamic), static=pairs(fsx.get("static", {}))),
+        shm_enabled=raw["shm"]["enabled"], shm_size_limit=raw["shm"]["sizeLimit"],
+    )
+
+
 def _compute(d: dict[str, Any]) -> Compute:
     c = d["compute"]
     eks = d["aws"]["eksClusterName"]
@@ -173,13 +225,16 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
         ),
         partitions=tuple(_partitions(d["partitions"], [ns["name"] for ns in d["nodesets"]])),
         nodesets=tuple(build_nodeset(ns) for ns in d["nodesets"]),
-        login=Login(enabled=d["login"]["enabled"], replicas=d["login"]["replicas"],
-                    ssh_authorized_keys=tuple(d["login"]["sshAuthorizedKeys"]),
-                    sssd_conf_secret=_ref(d["login"]["sssdConfSecret"])),
-        accounting=Accounting(enabled=d["accounting"]["enabled"],
-                              database=Database(host=db["host"], port=db["port"], name=db["name"], user=db["user"],
-                                                password_secret=_ref(db["passwordSecret"]))),
-        secrets=Secrets(slurm_key=_ref(d["secrets"]["slurmKey"]), jwt_key=_ref(d["secrets"]["jwtKey"])),
+        login=_login(d["login"]),
+        accounting=Accounting(enabled=d["accounting"]["enabled"], database=_database(db)),
+        secrets=_secrets(d),
+        storage=_storage(d["storage"]),
+        kube_prometheus_stack=KubePrometheusStack(**{
+            "enabled": d["monitoring"]["kubePrometheusStack"]["enabled"],
+            "namespace": d["monitoring"]["kubePrometheusStack"]["namespace"],
+            "retention": d["monitoring"]["kubePrometheusStack"]["retention"],
+            "storage_class_name": d["monitoring"]["kubePrometheusStack"]["storageClassName"],
+            "storage_size": d["monitoring"]["kubePrometheusStack"]["storageSize"]}),
         metrics=Metrics(enabled=d["metrics"]["enabled"],
                         service_monitor=ServiceMonitor(enabled=sm["enabled"], labels=pairs(sm["labels"]),
                                                        interval=sm["interval"], scrape_timeout=sm["scrapeTimeout"])),

@@ -189,20 +189,83 @@ class Compute:
 
 
 @dataclass(frozen=True)
+class LoginService:
+    """The SSH NLB in front of the login pods."""
+
+    enabled: bool
+    scheme: str
+    source_ranges: tuple[str, ...]
+    allow_public_ssh: bool
+    subnets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Login:
     enabled: bool
     replicas: int
     ssh_authorized_keys: tuple[str, ...]
     sssd_conf_secret: SecretKeyRef
+    extra_sshd_config: str
+    sssd_conf: str | None
+    service: LoginService
+
+
+@dataclass(frozen=True)
+class Fsx:
+    """FSx for Lustre: a dynamic StorageClass or a static PV, and an RWX claim either way."""
+
+    enabled: bool
+    mode: str
+    claim_name: str
+    mount_path: str
+    size_gib: int
+    zone: str | None
+    deployment_type: str
+    csi_driver: str
+    dynamic: Pairs = ()   # StorageClass parameters, as strings
+    static: Pairs = ()    # fileSystemId, dnsName, mountName
+
+
+@dataclass(frozen=True)
+class Storage:
+    fsx: Fsx
+    shm_enabled: bool
+    shm_size_limit: str
+
+
+@dataclass(frozen=True)
+class MariaDbSettings:
+    storage_class_name: str
+    size: str
+    memory: str
+    cpu: str
+    buffer_pool_size_mib: int
+    max_allowed_packet_mib: int
+
+
+@dataclass(frozen=True)
+class KubePrometheusStack:
+    enabled: bool
+    namespace: str
+    retention: str
+    storage_class_name: str
+    storage_size: str
 
 
 @dataclass(frozen=True)
 class Database:
+    mode: str  # in-cluster | external
     host: str
     port: int
     name: str
     user: str
     password_secret: SecretKeyRef
+    in_cluster: MariaDbSettings
+
+    @property
+    def managed(self) -> bool:
+        """True when the generator runs the database (mariadb-operator)."""
+        return self.mode == "in-cluster"
 
 
 @dataclass(frozen=True)
@@ -213,8 +276,15 @@ class Accounting:
 
 @dataclass(frozen=True)
 class Secrets:
+    mode: str  # external-secrets | precreated
     slurm_key: SecretKeyRef
     jwt_key: SecretKeyRef
+    aws_region: str | None = None  # set when values come from AWS Secrets Manager
+    aws_prefix: str | None = None
+
+    @property
+    def generated(self) -> bool:
+        return self.mode == "external-secrets"
 
 
 @dataclass(frozen=True)
@@ -255,6 +325,8 @@ class ClusterSpec:
     accounting: Accounting
     secrets: Secrets
     metrics: Metrics
+    storage: Storage
+    kube_prometheus_stack: KubePrometheusStack
 
     def nodeset(self, name: str) -> NodeSetSpec:
         return next(ns for ns in self.nodesets if ns.name == name)

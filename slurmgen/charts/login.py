@@ -1,0 +1,84 @@
+"""The login nodes: the LoginSet (sackd + sshd + sssd) and the SSH entry point, an AWS NLB.
+
+The NLB Service is ours, not the LoginSet's: the operator's Service stays internal (ClusterIP),
+and a separate LoadBalancer Service selects the login pods by a label the generator puts on them.
+All its settings live in git (the blueprint patched them by hand after install, so every sync
+could drift). AWS Load Balancer Controller conventions: `loadBalancerClass: service.k8s.aws/nlb`,
+IP targets, an explicit scheme (internal unless the spec says otherwise) and the allowed source
+ranges in `spec.loadBalancerSourceRanges` (the spec layer refuses 0.0.0.0/0 without opt-in).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cdk8s_plus_27 as kplus
+from cdk8s import ApiObject, JsonPatch
+from constructs import Construct
+
+from .. import naming
+from ..spec import ClusterSpec
+from ._objects import MANAGED_BY, SYNC_WAVE
+
+SSH_SERVICE = "slurm-login-ssh"
+LBC = "service.beta.kubernetes.io/aws-load-balancer-"
+
+SSHD_CONFIG = """\
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin prohibit-password
+"""
+
+
+def loginset_spec(spec: ClusterSpec, template: dict[str, Any], mounts: list[dict[str, Any]],
+                  sssd_ref: dict[str, str]) -> dict[str, Any]:
+    login = spec.login
+    sshd = SSHD_CONFIG + (login.extra_sshd_config if login.extra_sshd_config.endswith("\n") or not login.extra_sshd_config
+                          else login.extra_sshd_config + "\n")
+    container: dict[str, Any] = {"image": spec.images.for_component("login")}
+    if mounts:
+        container["volumeMounts"] = mounts
+    body: dict[str, Any] = {
+        "controllerRef": {"name": naming.CONTROLLER},
+        "replicas": login.replicas,
+        "sssdConfRef": sssd_ref,
+        "login": container,
+        "initconf": {"image": spec.images.sidecar},
+        "extraSshdConfig": sshd,
+        "template": template,
+        # The operator's own Service stays inside the cluster; the NLB below is the way in.
+        "service": {"spec": {"type": "ClusterIP"}},
+    }
+    if login.ssh_authorized_keys:
+        body["rootSshAuthorizedKeys"] = "".join(f"{key}\n" for key in login.ssh_authorized_keys)
+    return body
+
+
+def ssh_service(scope: Construct, spec: ClusterSpec, wave_no: int) -> kplus.Service:
+    """The LoadBalancer Service (cdk8s-plus) in front of the login pods, with cdk8s-plus' noise removed."""
+    svc_spec = spec.login.service
+    annotations = {
+        f"{LBC}nlb-target-type": "ip",
+        f"{LBC}scheme": svc_spec.scheme,
+        f"{LBC}healthcheck-protocol": "tcp",
+        f"{LBC}healthcheck-port": "traffic-port",
+        f"{LBC}attributes": "load_balancing.cross_zone.enabled=true",
+        f"{LBC}target-group-attributes": "preserve_client_ip.enabled=true,deregistration_delay.timeout_seconds=30",
+        SYNC_WAVE: str(wave_no),
+    }
+    if svc_spec.subnets:
+        annotations[f"{LBC}subnets"] = ",".join(svc_spec.subnets)
+    service = kplus.Service(
+        scope, SSH_SERVICE,
+        metadata={"name": SSH_SERVICE, "namespace": spec.namespace, "labels": dict(MANAGED_BY),
+                  "annotations": annotations},
+        type=kplus.ServiceType.LOAD_BALANCER,
+        load_balancer_source_ranges=list(svc_spec.source_ranges) or None,
+        ports=[kplus.ServicePort(name="ssh", port=22, target_port=22, protocol=kplus.Protocol.TCP)],
+    )
+    service.select_label(naming.COMPONENT_LABEL, "login")
+    api = ApiObject.of(service)
+    api.add_json_patch(JsonPatch.remove("/spec/externalIPs"))
+    api.add_json_patch(JsonPatch.add("/spec/loadBalancerClass", "service.k8s.aws/nlb"))
+    return service

@@ -1,0 +1,141 @@
+"""Secrets that never touch git: the External Secrets objects that create them in the cluster.
+
+Without AWS Secrets Manager, a Password generator makes each value once: `refreshPolicy:
+CreatedOnce` (a refresh would generate a new key), an immutable target (a re-created
+ExternalSecret cannot overwrite it) and `creationPolicy: Orphan` (deleting the ExternalSecret,
+or the Application, keeps the Secret). Generated passwords have no symbols at all: Slinky writes
+the database password raw into slurmdbd.conf, where `#` starts a comment.
+
+With AWS Secrets Manager, the values are read from `<prefix>/<secret name>` (one property per key)
+through a namespaced SecretStore that uses the controller's own credentials (Pod Identity / IRSA).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from constructs import Construct
+
+from ..apps import waves
+from ..spec import ClusterSpec
+from ..spec.model import SecretKeyRef
+from ._objects import emit, wave
+from .unit import SyncSettings, UnitChart
+
+ESO = "external-secrets.io/v1"
+GENERATORS = "generators.external-secrets.io/v1alpha1"
+STORE = "aws-secrets-manager"
+SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"  # the CRDs come from the external-secrets Application
+
+# (length, digits) per generated value; all letters and digits, never symbols.
+SLURM_KEY = (1024, 256)
+JWT_KEY = (128, 32)
+PASSWORD = (32, 8)
+SSSD_SECRET = "slurm-sssd-conf"
+
+DEFAULT_SSSD_CONF = """\
+[sssd]
+services = nss,pam
+domains = DEFAULT
+
+[nss]
+filter_groups = root,slurm
+filter_users = root,slurm
+
+[pam]
+
+[domain/DEFAULT]
+id_provider = proxy
+proxy_lib_name = files
+auth_provider = proxy
+proxy_pam_target = sssd-shadowutils
+"""
+
+
+def generated_secrets(spec: ClusterSpec) -> list[tuple[SecretKeyRef, tuple[int, int]]]:
+    """Every Secret the cluster needs, with its generated length: keys first, then database passwords."""
+    out = [(spec.secrets.slurm_key, SLURM_KEY), (spec.secrets.jwt_key, JWT_KEY)]
+    db = spec.accounting.database
+    if spec.accounting.enabled:
+        out.append((db.password_secret, PASSWORD))
+        if db.managed:
+            out.append((mariadb_root_secret(spec), PASSWORD))
+    return out
+
+
+def mariadb_root_secret(spec: ClusterSpec) -> SecretKeyRef:
+    return SecretKeyRef(name="mariadb-root", key="password")
+
+
+def sssd_secret(spec: ClusterSpec) -> SecretKeyRef:
+    """The sssd.conf Secret the LoginSet reads: rendered by us, or named by the user when precreated."""
+    return SecretKeyRef(name=SSSD_SECRET, key="sssd.conf") if spec.secrets.generated else spec.login.sssd_conf_secret
+
+
+class SecretsChart(UnitChart):
+    unit = "secrets"
+
+    def __init__(self, scope: Construct, spec: ClusterSpec) -> None:
+        super().__init__(scope, spec, SyncSettings(wave=waves.SECRETS, namespace=spec.namespace, create_namespace=True))
+        from_aws = spec.secrets.aws_prefix is not None
+        if from_aws:
+            self._store()
+        for ref, size in generated_secrets(spec):
+            if from_aws:
+                self._external(ref)
+            else:
+                self._generated(ref, *size)
+        if spec.login.enabled:
+            self._sssd_conf()
+
+    def _annotations(self, wave_no: int) -> dict[str, str]:
+        return wave(wave_no, **{"argocd.argoproj.io/sync-options": SKIP_DRY_RUN})
+
+    def _store(self) -> None:
+        emit(self, api_version=ESO, kind="SecretStore", name=STORE, namespace=self.spec.namespace,
+             annotations=self._annotations(0), body={"spec": {"provider": {"aws": {
+                 "service": "SecretsManager", "region": self.spec.secrets.aws_region}}}})
+
+    def _password(self, name: str, key: str, length: int, digits: int) -> None:
+        emit(self, api_version=GENERATORS, kind="Password", name=name, namespace=self.spec.namespace,
+             annotations=self._annotations(0), body={"spec": {
+                 "length": length, "digits": digits, "symbols": 0, "noUpper": False, "allowRepeat": True,
+                 "secretKeys": [key]}})
+
+    def _generator_ref(self, name: str) -> list[dict[str, Any]]:
+        return [{"sourceRef": {"generatorRef": {"apiVersion": GENERATORS, "kind": "Password", "name": name}}}]
+
+    def _generated(self, ref: SecretKeyRef, length: int, digits: int) -> None:
+        self._password(ref.name, ref.key, length, digits)
+        emit(self, api_version=ESO, kind="ExternalSecret", name=ref.name, namespace=self.spec.namespace,
+             annotations=self._annotations(1), body={"spec": {
+                 "refreshPolicy": "CreatedOnce",
+                 "target": {"name": ref.name, "creationPolicy": "Orphan", "immutable": True},
+                 "dataFrom": self._generator_ref(ref.name)}})
+
+    def _external(self, ref: SecretKeyRef) -> None:
+        remote = {"key": f"{self.spec.secrets.aws_prefix}/{ref.name}", "property": ref.key,
+                  "conversionStrategy": "Default", "decodingStrategy": "None", "metadataPolicy": "None",
+                  "nullBytePolicy": "Ignore"}
+        emit(self, api_version=ESO, kind="ExternalSecret", name=ref.name, namespace=self.spec.namespace,
+             annotations=self._annotations(1), body={"spec": {
+                 "refreshInterval": "1h",
+                 "secretStoreRef": {"kind": "SecretStore", "name": STORE},
+                 "target": {"name": ref.name, "creationPolicy": "Orphan", "deletionPolicy": "Retain"},
+                 "data": [{"secretKey": ref.key, "remoteRef": remote}]}})
+
+    def _sssd_conf(self) -> None:
+        """sssd.conf holds no secret value, but the LoginSet reads it from a Secret: ESO renders one.
+
+        ExternalSecret needs a data source, so a tiny generator feeds it; the template replaces the
+        output entirely, and `OnChange` re-renders when the spec's sssd.conf changes.
+        """
+        seed = f"{SSSD_SECRET}-seed"
+        self._password(seed, "seed", 8, 2)
+        emit(self, api_version=ESO, kind="ExternalSecret", name=SSSD_SECRET, namespace=self.spec.namespace,
+             annotations=self._annotations(1), body={"spec": {
+                 "refreshPolicy": "OnChange",
+                 "target": {"name": SSSD_SECRET, "creationPolicy": "Owner", "template": {
+                     "engineVersion": "v2", "mergePolicy": "Replace", "type": "Opaque",
+                     "data": {"sssd.conf": self.spec.login.sssd_conf or DEFAULT_SSSD_CONF}}},
+                 "dataFrom": self._generator_ref(seed)}})

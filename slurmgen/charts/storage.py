@@ -1,0 +1,103 @@
+"""FSx for Lustre shared storage: a dynamic StorageClass or a static PersistentVolume, and an RWX claim.
+
+Every object here holds or leads to data, so each carries Argo CD's `Prune=false,Delete=false`:
+no sync and no Application deletion can drop the file system. The StorageClass and PV also use
+`reclaimPolicy: Retain` (Kubernetes' StorageClass default, Delete, would delete the file system
+with the claim), and `flock` so POSIX locks work across nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from constructs import Construct
+
+from ..apps import waves
+from ..spec import ClusterSpec
+from ._objects import KEEP, SYNC_OPTIONS, emit, wave
+from .unit import SyncSettings, UnitChart
+
+DRIVER = "fsx.csi.aws.com"
+STARTUP_TAINT = {"key": "fsx.csi.aws.com/agent-not-ready", "effect": "NoExecute"}  # removed by the FSx node plugin
+VOLUME = "fsx"
+SHM_VOLUME = "shm"
+
+
+def _keep(wave_no: int) -> dict[str, str]:
+    return wave(wave_no, **{SYNC_OPTIONS: KEEP})
+
+
+def storage_class_name(spec: ClusterSpec) -> str:
+    return f"{spec.name}-fsx"
+
+
+def volume_name(spec: ClusterSpec) -> str:
+    return f"{spec.name}-fsx"
+
+
+class StorageChart(UnitChart):
+    unit = "storage"
+
+    def __init__(self, scope: Construct, spec: ClusterSpec) -> None:
+        super().__init__(scope, spec, SyncSettings(wave=waves.INFRA, namespace=spec.namespace, create_namespace=True))
+        fsx = spec.storage.fsx
+        if fsx.mode == "dynamic":
+            self._storage_class()
+        else:
+            self._volume()
+        self._claim()
+
+    def _storage_class(self) -> None:
+        emit(self, api_version="storage.k8s.io/v1", kind="StorageClass", name=storage_class_name(self.spec),
+             annotations=_keep(0), body={
+                 "provisioner": DRIVER,
+                 "parameters": dict(self.spec.storage.fsx.dynamic),
+                 "reclaimPolicy": "Retain",
+                 "volumeBindingMode": "Immediate",
+                 "mountOptions": ["flock"],
+             })
+
+    def _volume(self) -> None:
+        fsx = self.spec.storage.fsx
+        static = dict(fsx.static)
+        emit(self, api_version="v1", kind="PersistentVolume", name=volume_name(self.spec),
+             annotations=_keep(0), body={"spec": {
+                 "capacity": {"storage": f"{fsx.size_gib}Gi"},
+                 "volumeMode": "Filesystem",
+                 "accessModes": ["ReadWriteMany"],
+                 "mountOptions": ["flock"],
+                 "persistentVolumeReclaimPolicy": "Retain",
+                 "storageClassName": "",
+                 # Reserve the volume for our claim, so no other claim can bind it first.
+                 "claimRef": {"namespace": self.spec.namespace, "name": fsx.claim_name},
+                 "csi": {"driver": DRIVER, "volumeHandle": static["fileSystemId"],
+                         "volumeAttributes": {"dnsname": static["dnsName"], "mountname": static["mountName"]}},
+             }})
+
+    def _claim(self) -> None:
+        fsx = self.spec.storage.fsx
+        spec: dict[str, Any] = {"accessModes": ["ReadWriteMany"],
+                                "resources": {"requests": {"storage": f"{fsx.size_gib}Gi"}}}
+        if fsx.mode == "dynamic":
+            spec["storageClassName"] = storage_class_name(self.spec)
+        else:
+            spec.update(storageClassName="", volumeName=volume_name(self.spec))
+        emit(self, api_version="v1", kind="PersistentVolumeClaim", name=fsx.claim_name,
+             namespace=self.spec.namespace, annotations=_keep(1), body={"spec": spec})
+
+
+def pod_volumes(spec: ClusterSpec, *, gpu: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(template.spec.volumes, container volumeMounts) for a pod that mounts the shared storage.
+
+    GPU pods also get a memory-backed /dev/shm: NCCL needs far more than the runtime's 64 MiB.
+    """
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    fsx = spec.storage.fsx
+    if fsx.enabled:
+        volumes.append({"name": VOLUME, "persistentVolumeClaim": {"claimName": fsx.claim_name}})
+        mounts.append({"name": VOLUME, "mountPath": fsx.mount_path})
+    if gpu and spec.storage.shm_enabled:
+        volumes.append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": spec.storage.shm_size_limit}})
+        mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
+    return volumes, mounts

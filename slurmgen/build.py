@@ -16,6 +16,7 @@ from .apps.argocd import AppsChart, RootChart
 from .catalog.catalog import InstanceType, load_catalog
 from .charts.accounting import DatabaseChart
 from .charts.compute import ComputeChart
+from .charts.monitoring import MonitoringChart
 from .charts.secrets import SecretsChart
 from .charts.storage import StorageChart
 from .charts.unit import UnitChart
@@ -66,6 +67,8 @@ def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceTy
     if spec.accounting.enabled and spec.accounting.database.managed:
         units.append(DatabaseChart(app, spec))
     units.append(SlurmClusterChart(app, spec, plans))
+    if spec.kube_prometheus_stack.enabled:
+        units.append(MonitoringChart(app, spec))
     releases = helm.releases(spec, nvidia=any(p.instance.is_nvidia for p in plans.values()),
                              efa=any(p.shape.efa for p in plans.values()))
     charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec)]

@@ -55,8 +55,8 @@ class NodeSetPlan:
 
     @property
     def max_nodes(self) -> int:
-        """The ceiling the NodePool limits are derived from: maxNodes, else what the replicas need."""
-        needed = -(-self.nodeset.replicas // self.shape.pods_per_node)
+        """The ceiling the NodePool limits are derived from: maxNodes, else what the replicas (or the autoscale max) need."""
+        needed = -(-self.nodeset.ceiling // self.shape.pods_per_node)
         return self.nodeset.max_nodes or needed
 
     @property

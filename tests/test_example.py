@@ -119,7 +119,7 @@ def test_partitions_slinky_backfill_and_default_all(example):
     conf = by_kind(example, "Controller")["slurm"]["spec"]["extraConf"]
     assert "GresTypes=gpu\n" in conf
     assert "PartitionName=all Nodes=ALL State=UP Default=YES MaxTime=UNLIMITED PriorityTier=5\n" in conf
-    assert "PartitionName=backfill Nodes=spot State=UP MaxTime=1-00:00:00 PriorityTier=1\n" in conf
+    assert "PartitionName=backfill Nodes=spot State=UP MaxTime=1-00:00:00 PriorityTier=1 QOS=scavenger AllowQos=scavenger\n" in conf
     slinky = by_kind(example, "NodeSet")["slurm-worker-slinky"]["spec"]
     assert slinky["partition"] == {"enabled": True, "config": "State=UP MaxTime=UNLIMITED PriorityTier=10"}
     assert "partition" not in by_kind(example, "NodeSet")["slurm-worker-spot"]["spec"]

@@ -180,6 +180,21 @@ def kube_prometheus_stack(spec: ClusterSpec) -> HelmRelease:
     )
 
 
+def keda(spec: ClusterSpec) -> HelmRelease:
+    place = _placement(spec)
+    return HelmRelease(
+        unit="keda", repo_url="https://kedacore.github.io/charts", chart="keda", version="2.20.2",
+        namespace="keda", release_name="keda", wave=waves.CRDS,
+        server_side_apply=True,  # its ScaledJob CRD is larger than client-side apply allows
+        # Least privilege: KEDA may scale NodeSets (plural resource name), not every */scale.
+        values={"crds": {"install": True}, **place,
+                "rbac": {"enabledCustomScaledRefKinds": True,
+                         "scaledRefKinds": [{"apiGroup": "slinky.slurm.net", "kind": "nodesets"}]}},
+        cluster_kinds=(CRD, *WEBHOOKS, *RBAC, ("apiregistration.k8s.io", "APIService")),
+        extra_namespaces=("kube-system",),  # RoleBinding to read the extension-apiserver configuration
+    )
+
+
 def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False) -> list[HelmRelease]:
     """Every Helm child Application of a cluster; device plugins only where a nodeset needs them."""
     out = [cert_manager(spec), slurm_operator_crds(spec), slurm_operator(spec)]
@@ -191,6 +206,8 @@ def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False) -> l
         out.append(fsx_csi_driver(spec))
     if spec.kube_prometheus_stack.enabled:
         out.append(kube_prometheus_stack(spec))
+    if any(ns.autoscale for ns in spec.nodesets):
+        out.append(keda(spec))
     c = spec.compute
     if nvidia and c.nvidia_device_plugin and c.ami_family != "bottlerocket":  # Bottlerocket ships its own
         out.append(nvidia_device_plugin(spec))

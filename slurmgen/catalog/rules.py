@@ -31,8 +31,10 @@ def nodesets_fit(spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
             yield (f"nodesets[{index}].instanceType",
                    f"{it.instance_type} needs the Neuron device plugin, which slurmgen does not deploy; install it "
                    "and set compute.devicePlugins.neuronInstalledSeparately: true")
-        needed = -(-ns["replicas"] // shape.pods_per_node)
+        ceiling = ns["autoscale"]["max"] if "autoscale" in ns else ns["replicas"]
+        needed = -(-ceiling // shape.pods_per_node)
         if ns.get("maxNodes", needed) < needed:
+            what = "autoscale.max" if "autoscale" in ns else "replicas"
             yield (f"nodesets[{index}].maxNodes",
-                   f"{ns['replicas']} replicas at {shape.pods_per_node} per {it.instance_type} need {needed} nodes; "
+                   f"{ceiling} {what} at {shape.pods_per_node} per {it.instance_type} need {needed} nodes; "
                    f"maxNodes is {ns['maxNodes']}")

@@ -17,6 +17,9 @@ from ..plan import DO_NOT_DISRUPT, NodeSetPlan
 from ..spec import ClusterSpec, Partition
 from ._objects import KEEP, SYNC_OPTIONS, emit, wave
 from .accounting import accounting_spec
+from .autoscaling import API as KEDA_API
+from .autoscaling import ignore_replicas, scaled_object_spec
+from .policy import emit_policy
 from .login import loginset_spec, ssh_service
 from .secrets import sssd_secret
 from .storage import pod_volumes
@@ -43,7 +46,8 @@ class SlurmClusterChart(UnitChart):
     unit = "slurm"
 
     def __init__(self, scope: Construct, spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -> None:
-        super().__init__(scope, spec, SyncSettings(wave=0, namespace=spec.namespace, create_namespace=True))
+        super().__init__(scope, spec, SyncSettings(wave=0, namespace=spec.namespace, create_namespace=True,
+                                                   ignore_differences=ignore_replicas(spec)))
         self.plans = plans
         self._config_files()
         if spec.accounting.enabled:
@@ -54,6 +58,12 @@ class SlurmClusterChart(UnitChart):
             self._loginset()
         for plan in plans.values():
             self._nodeset(plan)
+            if plan.nodeset.autoscale:
+                emit(self, api_version=KEDA_API, kind="ScaledObject", name=naming.nodeset_cr(plan.nodeset.name),
+                     namespace=spec.namespace, annotations=wave(WAVE_WORKERS + 1, **{SYNC_OPTIONS: SKIP_DRY_RUN}),
+                     body={"spec": scaled_object_spec(spec, plan.nodeset)})
+        if spec.policy is not None:
+            emit_policy(self, spec, spec.placement.pod_spec())
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -167,7 +177,6 @@ class SlurmClusterChart(UnitChart):
             pod["volumes"] = volumes
         body: dict[str, Any] = {
             "controllerRef": {"name": naming.CONTROLLER},
-            "replicas": ns.replicas,
             "slurmd": slurmd,
             "logfile": self._sidecar(),
             "extraConf": plan.slurm_conf,
@@ -180,6 +189,11 @@ class SlurmClusterChart(UnitChart):
                 "spec": pod,
             },
         }
+        if ns.scaling_mode == "DaemonSet":
+            body["scalingMode"] = "DaemonSet"  # one slurmd per matching node; replicas do not apply
+        else:
+            # Autoscaled: created at min, then KEDA owns the count (Argo CD ignores it, see apps).
+            body["replicas"] = ns.autoscale.min if ns.autoscale else ns.replicas
         if plan.shape.pods_per_node > 1:
             # The operator keeps slurmd pods on separate nodes by a required anti-affinity; a node
             # split by gpusPerPod must lift it. The dedicated NodePool keeps other NodeSets away.
@@ -218,8 +232,12 @@ def controller_extra_conf(spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -
             f"PriorityWeightPartition={fair.weight_partition}",
             f"PriorityWeightQOS={fair.weight_qos}",
         ]
+    if spec.policy is not None:
+        lines.append("AccountingStorageEnforce=associations,limits,qos")  # jobs need a valid account and QoS
     if spec.scheduling.preempt_lower_tiers:
         lines += ["PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE"]
+    elif spec.policy is not None and spec.policy.preempts:
+        lines += ["PreemptType=preempt/qos", "PreemptMode=REQUEUE"]
     for part in spec.partitions:
         if own_partition(spec.partitions, part.name) is part:
             continue  # declared by its NodeSet

@@ -184,6 +184,84 @@ def secrets_mode(spec: dict[str, Any]) -> Iterator[Finding]:
         yield "login.sssdConf", "rendered into a Secret only in secrets mode external-secrets; with precreated, create the Secret yourself"
 
 
+def autoscaling(spec: dict[str, Any]) -> Iterator[Finding]:
+    address = spec["autoscaling"].get("prometheusAddress") or spec["monitoring"]["kubePrometheusStack"]["enabled"]
+    for index, ns in enumerate(spec["nodesets"]):
+        if ns["scalingMode"] == "DaemonSet" and "maxNodes" not in ns:
+            yield f"nodesets[{index}].maxNodes", "a DaemonSet nodeset has no replicas; set maxNodes to bound its NodePool"
+        auto = ns.get("autoscale")
+        if auto is None:
+            continue
+        where = f"nodesets[{index}].autoscale"
+        if ns["scalingMode"] != "StatefulSet":
+            yield where, "only scalingMode: StatefulSet nodesets can autoscale (a DaemonSet has no replicas to scale)"
+        if auto["min"] > auto["max"]:
+            yield f"{where}.min", f"min {auto['min']} is above max {auto['max']}"
+        if not address:
+            yield (where, "KEDA needs the Slurm metrics: set autoscaling.prometheusAddress "
+                          "or enable monitoring.kubePrometheusStack")
+        if not spec["metrics"]["enabled"]:
+            yield where, "autoscaling reads slurmctld's metrics; set metrics.enabled: true"
+
+
+def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Every name the policy uses exists, the account tree has one root and no cycle."""
+    policy = spec.get("policy")
+    qos_names = {q["name"] for q in (policy or {}).get("qos", [])}
+    for index, part in enumerate(spec["partitions"]):
+        for key, names in (("qos", [part["qos"]] if "qos" in part else []), ("allowQos", part.get("allowQos", []))):
+            for name in names:
+                if name not in qos_names:
+                    yield f"partitions[{index}].{key}", f"no QoS named {name!r} in policy.qos"
+    if policy is None:
+        return
+    if not spec["accounting"]["enabled"]:
+        yield "policy", "accounts and QoS live in the accounting database; enable accounting"
+    if spec["scheduling"]["preemptLowerTiers"] and any(q.get("preempt") for q in policy.get("qos", [])):
+        yield ("scheduling.preemptLowerTiers",
+               "QoS preemption (policy.qos[].preempt) and partition-tier preemption exclude each other; pick one")
+    for section in ("qos", "accounts", "users"):
+        seen: set[str] = set()
+        for index, item in enumerate(policy.get(section, [])):
+            if item["name"] in seen:
+                yield f"policy.{section}[{index}].name", f"duplicate name {item['name']!r}"
+            seen.add(item["name"])
+    for index, qos in enumerate(policy.get("qos", [])):
+        for name in qos.get("preempt", []):
+            if name == qos["name"]:
+                yield f"policy.qos[{index}].preempt", "a QoS cannot preempt itself"
+            elif name not in qos_names:
+                yield f"policy.qos[{index}].preempt", f"no QoS named {name!r} in policy.qos"
+    if "defaultQos" in policy and policy["defaultQos"] not in qos_names:
+        yield "policy.defaultQos", f"no QoS named {policy['defaultQos']!r} in policy.qos"
+    accounts = {a["name"]: a for a in policy.get("accounts", [])}
+    for index, acct in enumerate(policy.get("accounts", [])):
+        where = f"policy.accounts[{index}]"
+        if acct["name"] == "root":
+            yield f"{where}.name", "root is the implicit top of the tree; use it as a parent"
+        if acct["parent"] != "root" and acct["parent"] not in accounts:
+            yield f"{where}.parent", f"no account named {acct['parent']!r}; the tree's single root is 'root'"
+        for name in acct.get("qos", []):
+            if name not in qos_names:
+                yield f"{where}.qos", f"no QoS named {name!r} in policy.qos"
+        if "defaultQos" in acct:
+            if acct["defaultQos"] not in qos_names:
+                yield f"{where}.defaultQos", f"no QoS named {acct['defaultQos']!r} in policy.qos"
+            elif acct.get("qos") and acct["defaultQos"] not in acct["qos"]:
+                yield f"{where}.defaultQos", f"{acct['defaultQos']!r} must also be in this account's qos list"
+        chain, node = [acct["name"]], acct["parent"]
+        while node != "root" and node in accounts and node not in chain:
+            chain.append(node)
+            node = accounts[node]["parent"]
+        if node in chain:
+            yield f"{where}.parent", f"account parents form a cycle: {' -> '.join([*chain, node])}"
+    for index, user in enumerate(policy.get("users", [])):
+        for key, names in (("defaultAccount", [user["defaultAccount"]]), ("accounts", user.get("accounts", []))):
+            for name in names:
+                if name not in accounts:
+                    yield f"policy.users[{index}].{key}", f"no account named {name!r} in policy.accounts"
+
+
 _UNITS = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024, "k": 1e3 / 2**20, "M": 1e6 / 2**20, "G": 1e9 / 2**20,
           "T": 1e12 / 2**20, "": 1 / 2**20}
 
@@ -207,6 +285,8 @@ RULES: tuple[Rule, ...] = (
     login_exposure,
     database_mode,
     secrets_mode,
+    autoscaling,
+    policy_references,
 )
 
 

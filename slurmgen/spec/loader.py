@@ -10,7 +10,7 @@ from ._yaml import YamlSyntaxError, load_yaml
 from .errors import Problem, SpecError
 from .model import (
     Accounting, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, FairShare, Fsx, GitOpsSettings, Images,
-    KubePrometheusStack, Login, LoginService, MariaDbSettings, Metrics, NodeSetSpec, Partition, Persistence, Placement,
+    Autoscale, KubePrometheusStack, Login, Policy, PolicyAccount, PolicyUser, Qos, LoginService, MariaDbSettings, Metrics, NodeSetSpec, Partition, Persistence, Placement,
     Scheduling, SecretKeyRef, Secrets, ServiceMonitor, Storage, Toleration, Versions, pairs,
 )
 
@@ -107,7 +107,49 @@ def _partitions(raw: list[dict[str, Any]], nodesets: list[str]) -> Iterator[Part
             priority_tier=part["priorityTier"],
             extra_config=tuple((k, str(v)) for k, v in part["extraConfig"].items()),
             all_nodesets=every,
+            qos=part.get("qos"),
+            allow_qos=tuple(part.get("allowQos", ())),
         )
+
+
+def _autoscale(raw: dict[str, Any] | None) -> Autoscale | None:
+    if raw is None:
+        return None
+    return Autoscale(min=raw["min"], max=raw["max"], idle_to_zero=raw["idleToZero"],
+                     cooldown_seconds=raw["cooldownSeconds"], polling_seconds=raw["pollingSeconds"])
+
+
+def _tres(raw: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    return tuple((k, str(v)) for k, v in (raw or {}).items())
+
+
+def _policy(raw: dict[str, Any] | None) -> Policy | None:
+    if raw is None:
+        return None
+    return Policy(
+        qos=tuple(Qos(name=q["name"], priority=q["priority"], description=q.get("description"),
+                      preempt=tuple(q.get("preempt", ())), preempt_mode=q.get("preemptMode"),
+                      grace_time_seconds=q.get("graceTimeSeconds"), usage_factor=q.get("usageFactor"),
+                      max_tres_per_user=_tres(q.get("maxTRESPerUser")), max_tres_per_job=_tres(q.get("maxTRESPerJob")),
+                      grp_tres=_tres(q.get("grpTRES")), max_wall_duration_per_job=q.get("maxWallDurationPerJob"),
+                      flags=tuple(q.get("flags", ()))) for q in raw.get("qos", [])),
+        default_qos=raw.get("defaultQos"),
+        accounts=tuple(PolicyAccount(name=a["name"], parent=a["parent"], fairshare=a["fairshare"],
+                                     description=a.get("description"), organization=a.get("organization"),
+                                     qos=tuple(a.get("qos", ())), default_qos=a.get("defaultQos"),
+                                     grp_tres=_tres(a.get("grpTRES")), max_tres_per_job=_tres(a.get("maxTRESPerJob")))
+                       for a in raw.get("accounts", [])),
+        users=tuple(PolicyUser(name=u["name"], default_account=u["defaultAccount"], accounts=tuple(u.get("accounts", ())),
+                               admin_level=u.get("adminLevel"), fairshare=u["fairshare"]) for u in raw.get("users", [])),
+    )
+
+
+def _prometheus_address(d: dict[str, Any]) -> str | None:
+    explicit = d["autoscaling"].get("prometheusAddress")
+    kps = d["monitoring"]["kubePrometheusStack"]
+    if explicit or not kps["enabled"]:
+        return explicit
+    return f"http://kube-prometheus-stack-prometheus.{kps['namespace']}.svc:9090"
 
 
 def _login(raw: dict[str, Any]) -> Login:
@@ -194,6 +236,8 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
             zones=tuple(ns.get("zones", d["compute"]["zones"])),
             capacity_reservation=None if reservation is None else CapacityReservation(
                 ids=tuple(reservation.get("ids", ())), tags=pairs(reservation.get("tags", {}))),
+            scaling_mode=ns["scalingMode"],
+            autoscale=_autoscale(ns.get("autoscale")),
         )
     return ClusterSpec(
         source=source,
@@ -229,6 +273,8 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
         accounting=Accounting(enabled=d["accounting"]["enabled"], database=_database(db)),
         secrets=_secrets(d),
         storage=_storage(d["storage"]),
+        policy=_policy(d.get("policy")),
+        prometheus_address=_prometheus_address(d),
         kube_prometheus_stack=KubePrometheusStack(**{
             "enabled": d["monitoring"]["kubePrometheusStack"]["enabled"],
             "namespace": d["monitoring"]["kubePrometheusStack"]["namespace"],

@@ -130,6 +130,8 @@ class Partition:
     priority_tier: int
     extra_config: Pairs = ()
     all_nodesets: bool = False  # written as Nodes=ALL
+    qos: str | None = None
+    allow_qos: tuple[str, ...] = ()
 
     def config_tokens(self) -> list[str]:
         """Partition parameters after Nodes=, in a fixed order."""
@@ -137,6 +139,10 @@ class Partition:
         if self.default:
             tokens.append("Default=YES")
         tokens += [f"MaxTime={self.max_time}", f"PriorityTier={self.priority_tier}"]
+        if self.qos:
+            tokens.append(f"QOS={self.qos}")
+        if self.allow_qos:
+            tokens.append(f"AllowQos={','.join(self.allow_qos)}")
         tokens += [f"{k}={v}" for k, v in self.extra_config]
         return tokens
 
@@ -147,6 +153,17 @@ class CapacityReservation:
 
     ids: tuple[str, ...] = ()
     tags: Pairs = ()
+
+
+@dataclass(frozen=True)
+class Autoscale:
+    """KEDA scaling of one NodeSet with the Slurm queue."""
+
+    min: int
+    max: int
+    idle_to_zero: bool
+    cooldown_seconds: int
+    polling_seconds: int
 
 
 @dataclass(frozen=True)
@@ -163,6 +180,13 @@ class NodeSetSpec:
     max_nodes: int | None = None
     zones: tuple[str, ...] = ()  # resolved: the nodeset's own, else compute.zones
     capacity_reservation: CapacityReservation | None = None
+    scaling_mode: str = "StatefulSet"
+    autoscale: Autoscale | None = None
+
+    @property
+    def ceiling(self) -> int:
+        """Most slurmd pods this nodeset can ever run: the autoscale max, else its replicas."""
+        return self.autoscale.max if self.autoscale else self.replicas
 
 
 @dataclass(frozen=True)
@@ -302,6 +326,58 @@ class Metrics:
 
 
 @dataclass(frozen=True)
+class Qos:
+    name: str
+    priority: int
+    description: str | None = None
+    preempt: tuple[str, ...] = ()
+    preempt_mode: str | None = None
+    grace_time_seconds: int | None = None
+    usage_factor: float | None = None
+    max_tres_per_user: Pairs = ()
+    max_tres_per_job: Pairs = ()
+    grp_tres: Pairs = ()
+    max_wall_duration_per_job: str | None = None
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PolicyAccount:
+    name: str
+    parent: str
+    fairshare: int
+    description: str | None = None
+    organization: str | None = None
+    qos: tuple[str, ...] = ()
+    default_qos: str | None = None
+    grp_tres: Pairs = ()
+    max_tres_per_job: Pairs = ()
+
+
+@dataclass(frozen=True)
+class PolicyUser:
+    name: str
+    default_account: str
+    accounts: tuple[str, ...] = ()
+    admin_level: str | None = None
+    fairshare: int = 1
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Accounts, users and QoS held in git and loaded into slurmdbd."""
+
+    qos: tuple[Qos, ...]
+    default_qos: str | None
+    accounts: tuple[PolicyAccount, ...]
+    users: tuple[PolicyUser, ...]
+
+    @property
+    def preempts(self) -> bool:
+        return any(q.preempt for q in self.qos)
+
+
+@dataclass(frozen=True)
 class ClusterSpec:
     """One cluster, fully resolved: what `clusters/<name>.yaml` means."""
 
@@ -327,6 +403,8 @@ class ClusterSpec:
     metrics: Metrics
     storage: Storage
     kube_prometheus_stack: KubePrometheusStack
+    policy: Policy | None = None
+    prometheus_address: str | None = None  # where KEDA reads Slurm metrics
 
     def nodeset(self, name: str) -> NodeSetSpec:
         return next(ns for ns in self.nodesets if ns.name == name)

@@ -1,0 +1,127 @@
+"""Autoscaling with the queue (KEDA) and accounts/QoS/fair share as code, on the example cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slurmgen.charts.policy import flat_file
+from slurmgen.spec import parse_text
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def test_spot_backfill_scales_with_the_queue_down_to_zero(example):
+    so = example["slurm/scaledobject-slurm-worker-spot.yaml"]["spec"]
+    # GIVEN the spot nodeset with autoscale {min: 0, max: 8}
+    assert so["scaleTargetRef"] == {"apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet", "name": "slurm-worker-spot"}
+    assert (so["minReplicaCount"], so["maxReplicaCount"]) == (0, 8) and "idleReplicaCount" not in so
+    # THEN one prometheus trigger sizes it in nodes wanted, with AverageValue 1 and a fallback that never scales in
+    [trigger] = so["triggers"]
+    assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
+    assert trigger["metadata"]["threshold"] == "1"
+    assert so["fallback"]["behavior"] == "currentReplicasIfHigher"
+    # AND the NodeSet starts at zero replicas
+    assert example["slurm/nodeset-slurm-worker-spot.yaml"]["spec"]["replicas"] == 0
+
+
+def test_query_counts_busy_nodes_plus_pending_demand_of_the_nodesets_partitions(example):
+    query = example["slurm/scaledobject-slurm-worker-spot.yaml"]["spec"]["triggers"][0]["metadata"]["query"]
+    # busy: nodes of this nodeset (spot-0, spot-1, ...) running anything: keeps replicas up while jobs run
+    assert 'count(slurm_node_cpus_alloc{namespace="slurm",node=~"spot-[0-9]+"} > 0) or vector(0)' in query
+    # pending: non-held pending jobs of every partition the nodeset is in, at least the widest job
+    assert 'sum(slurm_partition_jobs_pending{namespace="slurm",partition=~"backfill|all"})' in query
+    assert 'sum(slurm_partition_jobs_hold{namespace="slurm",partition=~"backfill|all"})' in query
+    assert 'scalar(max(slurm_partition_jobs_max_job_nodes_nohold{namespace="slurm",partition=~"backfill|all"}) or vector(0))' in query
+    # never the upstream example's pending-only signal
+    assert not query.strip().startswith("slurm_partition_jobs_pending")
+    assert query.count("(") == query.count(")")
+
+
+def test_argo_cd_ignores_replicas_of_autoscaled_nodesets_only(example):
+    app = example["apps/application-example-slurm.yaml"]["spec"]
+    assert app["ignoreDifferences"] == [{"group": "slinky.slurm.net", "kind": "NodeSet", "name": "slurm-worker-spot",
+                                         "namespace": "slurm", "jsonPointers": ["/spec/replicas"]}]
+    assert "RespectIgnoreDifferences=true" in app["syncPolicy"]["syncOptions"]
+    assert example["slurm/nodeset-slurm-worker-slinky.yaml"]["spec"]["replicas"] == 4  # still Argo CD's
+
+
+def test_karpenter_limits_follow_the_autoscale_max(example):
+    pool = example["compute/nodepool-example-spot.yaml"]["spec"]
+    assert pool["limits"]["nodes"] == "8" and pool["disruption"]["consolidationPolicy"] == "WhenEmpty"
+
+
+def test_keda_is_a_pinned_server_side_applied_child_before_the_slurm_crs(example):
+    app = example["apps/application-example-keda.yaml"]
+    assert app["spec"]["source"]["chart"] == "keda" and app["spec"]["source"]["targetRevision"] == "2.20.2"
+    assert "ServerSideApply=true" in app["spec"]["syncPolicy"]["syncOptions"]
+    slurm = example["apps/application-example-slurm.yaml"]
+    wave = "argocd.argoproj.io/sync-wave"
+    assert int(app["metadata"]["annotations"][wave]) < int(slurm["metadata"]["annotations"][wave])
+    assert app["spec"]["source"]["helm"]["valuesObject"]["rbac"]["scaledRefKinds"] == [
+        {"apiGroup": "slinky.slurm.net", "kind": "nodesets"}]
+
+
+def test_flat_file_matches_golden(rendered):
+    spec = rendered["example"].spec
+    for name, first_pass in (("example-accounts.cfg", False), ("example-qos-first-pass.cfg", True)):
+        assert flat_file(spec, first_pass=first_pass) == (GOLDEN / name).read_text(), f"tests/golden/{name}"
+
+
+def test_flat_file_orders_qos_before_cluster_and_parents_before_children(rendered):
+    lines = flat_file(rendered["example"].spec).splitlines()[1:]
+    cluster = next(i for i, line in enumerate(lines) if line.startswith("Cluster - "))
+    assert all(line.startswith("QOS - ") for line in lines[:cluster])
+    defined = {"root"}
+    for line in lines[cluster + 1:]:
+        if line.startswith("Parent - "):
+            assert line.split("'")[1] in defined, line
+        if line.startswith("Account - "):
+            defined.add(line.split("'")[1])
+
+
+def test_policy_job_is_an_idempotent_post_sync_hook(example):
+    job = example["slurm/job-slurm-accounts-load.yaml"]
+    annotations = job["metadata"]["annotations"]
+    assert annotations["argocd.argoproj.io/hook"] == "PostSync"
+    assert annotations["argocd.argoproj.io/hook-delete-policy"] == "BeforeHookCreation"
+    spec = job["spec"]
+    assert spec["backoffLimit"] <= 10 and spec["ttlSecondsAfterFinished"] > 0 and spec["activeDeadlineSeconds"] > 0
+    script = spec["template"]["spec"]["containers"][0]["command"][2]
+    assert "sacctmgr -i load file=/etc/slurm-accounts/accounts.cfg" in script
+    assert "clean" not in script and "delete" not in script  # never removes anything
+    assert example["slurm/configmap-slurm-accounts.yaml"]["data"]["accounts.cfg"] == flat_file_text(example)
+
+
+def flat_file_text(example):
+    return example["slurm/configmap-slurm-accounts.yaml"]["data"]["accounts.cfg"]
+
+
+def test_slurm_conf_follows_the_policy(example):
+    conf = example["slurm/controller-slurm.yaml"]["spec"]["extraConf"].splitlines()
+    for line in ("AccountingStorageEnforce=associations,limits,qos", "AccountingStorageTRES=gres/gpu",
+                 "PriorityWeightFairshare=10000", "PriorityWeightQOS=2000",
+                 "PreemptType=preempt/qos", "PreemptMode=REQUEUE"):
+        assert line in conf
+    assert "PreemptType=preempt/partition_prio" not in conf
+
+
+MINIMAL = """\
+schemaVersion: 1
+name: t
+aws: {region: us-west-2, eksClusterName: eks}
+gitops: {repoURL: "https://github.com/o/r.git"}
+nodesets: [{name: gpu, instanceType: g5.xlarge}]
+partitions: [{name: gpu, nodesets: [gpu]}]
+"""
+
+
+@pytest.mark.parametrize("extra,idle", [("min: 2, max: 4", 0), ("min: 2, max: 4, idleToZero: false", None)])
+def test_idle_replica_count(extra, idle):
+    from slurmgen.charts.autoscaling import scaled_object_spec
+
+    text = MINIMAL.replace("instanceType: g5.xlarge}", f"instanceType: g5.xlarge, autoscale: {{{extra}}}}}")
+    text += "autoscaling: {prometheusAddress: 'http://prom:9090'}\n"
+    spec = parse_text("t.yaml", text)
+    assert scaled_object_spec(spec, spec.nodesets[0]).get("idleReplicaCount") == idle

@@ -24,6 +24,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="output root; default: $CDK8S_OUTDIR, else dist/")
     p.add_argument("--check", action="store_true",
                    help="render into a temporary folder and compare with the output root; exit 1 on drift")
+    p.add_argument("--allow-destroy", action="append", default=[], metavar="KIND/NAME",
+                   help="approve removing a stateful object or changing an immutable field of it (repeatable)")
+    p.add_argument("--timings", action="store_true", help="print how long each step took (stderr)")
     p.add_argument("--crd-dir", type=Path, metavar="DIR",
                    help="folder of upstream CRD YAML to validate against (default: $SLURMGEN_CRD_DIR, ../shared/crds, the cache)")
     return p
@@ -43,17 +46,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in err.lines:
             print(line, file=sys.stderr)
         return 2
+    refused = result.guard(out, args.allow_destroy)
+    if refused:
+        for line in refused:
+            print(line, file=sys.stderr)
+        return 2
+    full = not args.spec  # every spec rendered: a cluster folder without a spec is stale
+    orphans = result.orphans(out) if full else []
     if args.check:
-        drift = result.compare(out)
+        drift = result.compare(out) + [f"orphaned: {out / name} (no clusters/{name}.yaml)" for name in orphans]
         for line in drift:
             print(line)
         if drift:
             print(f"dist is stale: run `make synth` and commit {out}", file=sys.stderr)
             return 1
         print(f"{out}: up to date ({result.object_count} objects in {len(result.clusters)} cluster(s))")
-        return 0
-    result.write(out)
-    print(f"wrote {result.object_count} objects for {len(result.clusters)} cluster(s) into {out}")
+    else:
+        with result.timer("write"):
+            result.write(out)
+        print(f"wrote {result.object_count} objects for {len(result.clusters)} cluster(s) into {out}")
+        for name in orphans:
+            print(f"warning: {out / name} has no clusters/{name}.yaml; delete it by hand once its Argo CD root "
+                  "Application is gone (it holds stateful objects)", file=sys.stderr)
+    if args.timings:
+        for line in result.timing_lines():
+            print(line, file=sys.stderr)
     return 0
 
 

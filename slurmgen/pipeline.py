@@ -7,11 +7,13 @@ spec or a failed check leaves `dist/` exactly as it was.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
-from . import verify
+from . import guards, verify
 from .build import RenderedCluster, render
 from .output import dump, read_tree, replace_dir
 from .spec import SpecError, load_specs
@@ -28,6 +30,19 @@ class InputError(Exception):
 @dataclass(frozen=True)
 class Result:
     clusters: tuple[RenderedCluster, ...]
+    timings: dict[str, float] = field(default_factory=dict)  # step -> seconds, in run order
+
+    @contextmanager
+    def timer(self, step: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[step] = self.timings.get(step, 0.0) + time.perf_counter() - start
+
+    def timing_lines(self) -> list[str]:
+        total = sum(self.timings.values()) or 1.0
+        return [f"{step:>10}: {secs * 1000:8.1f} ms ({secs / total:5.1%})" for step, secs in self.timings.items()]
 
     @property
     def object_count(self) -> int:
@@ -35,6 +50,24 @@ class Result:
 
     def texts(self, cluster: RenderedCluster) -> dict[str, str]:
         return {rel: dump(obj) for rel, obj in cluster.files.items()}
+
+    def guard(self, out: Path, allow: Iterable[str] = ()) -> list[str]:
+        """Destructive changes against the trees in `out/` that `allow` (KIND/NAME) does not approve."""
+        allowed = set(allow)
+        lines: list[str] = []
+        for cluster in self.clusters:
+            old = guards.read_objects(out / cluster.spec.name)
+            for change in guards.destructive_changes(cluster.spec.name, old, cluster.files.values()):
+                if change.key not in allowed:
+                    lines.append(str(change))
+        return lines
+
+    def orphans(self, out: Path) -> list[str]:
+        """Cluster folders in `out/` that no spec renders any more (left in place: they hold stateful objects)."""
+        names = {c.spec.name for c in self.clusters}
+        if not out.is_dir():
+            return []
+        return sorted(p.name for p in out.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in names)
 
     def write(self, out: Path) -> None:
         """Replace `out/<cluster>/` for every rendered cluster; other folders are left alone."""
@@ -64,12 +97,21 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None) -> Result:
     """Load, render and verify; raise InputError with every problem found."""
     if not spec_paths:
         raise InputError(["no spec files: add clusters/<name>.yaml or pass --spec FILE"])
-    try:
-        specs = load_specs(spec_paths)
-    except SpecError as err:
-        raise InputError(str(p) for p in err.problems) from None
-    clusters = render(specs)
-    problems = verify.verify(clusters, crd_dir=crd_dir)
+    result = Result(clusters=())
+    with result.timer("load"):
+        try:
+            specs = load_specs(spec_paths)
+        except SpecError as err:
+            raise InputError(str(p) for p in err.problems) from None
+    with result.timer("render"):
+        clusters = render(specs)
+    with result.timer("checks"):
+        problems = verify.static_checks(clusters)
+    with result.timer("validate"):
+        try:
+            problems += verify.schema_checks(clusters, crd_dir=crd_dir)
+        except verify.SchemaUnavailable as err:
+            raise InputError([f"cannot validate the rendered objects: {err}"]) from None
     if problems:
         raise InputError(problems)
-    return Result(clusters=tuple(clusters))
+    return Result(clusters=tuple(clusters), timings=result.timings)

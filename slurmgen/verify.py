@@ -15,6 +15,9 @@ from .build import RenderedCluster
 from .catalog.catalog import load_catalog
 from .catalog.sizing import DaemonSetReserve
 from .consistency import check_placement
+from .validate import SchemaUnavailable
+
+__all__ = ["SchemaUnavailable", "verify", "static_checks", "schema_checks"]
 
 Obj = dict[str, Any]
 
@@ -65,11 +68,34 @@ def placement_problems(cluster: RenderedCluster) -> Iterator[str]:
         yield f"{cluster.spec.name}/{line}"
 
 
-def verify(clusters: Sequence[RenderedCluster], *, crd_dir: Path | None = None) -> list[str]:
-    """Every problem in every rendered cluster, one line each (empty when all is well)."""
+def project_problems(cluster: RenderedCluster) -> Iterator[str]:
+    """The AppProject must name what it allows: a `*` anywhere would let any child deploy anything."""
+    for rel, obj in cluster.files.items():
+        if obj["kind"] != "AppProject":
+            continue
+        spec = obj["spec"]
+        entries = [*spec.get("sourceRepos", []),
+                   *(d.get(k, "") for d in spec.get("destinations", []) for k in ("server", "namespace", "name")),
+                   *(w.get(k, "") for w in spec.get("clusterResourceWhitelist", []) for k in ("group", "kind"))]
+        if any("*" in str(e) for e in entries):
+            yield f"{cluster.spec.name}/{rel}: the AppProject must list repositories, destinations and kinds explicitly (no '*')"
+
+
+def static_checks(clusters: Sequence[RenderedCluster]) -> list[str]:
+    """Policy and placement checks, one line per problem."""
     problems: list[str] = []
     for cluster in clusters:
         problems += policy_problems(cluster)
+        problems += project_problems(cluster)
         problems += placement_problems(cluster)
-        problems += schema_problems(cluster, crd_dir)
     return problems
+
+
+def schema_checks(clusters: Sequence[RenderedCluster], *, crd_dir: Path | None = None) -> list[str]:
+    """Every object against its schema; raises SchemaUnavailable when no CRD schemas can be found."""
+    return [line for cluster in clusters for line in schema_problems(cluster, crd_dir)]
+
+
+def verify(clusters: Sequence[RenderedCluster], *, crd_dir: Path | None = None) -> list[str]:
+    """Every problem in every rendered cluster, one line each (empty when all is well)."""
+    return static_checks(clusters) + schema_checks(clusters, crd_dir=crd_dir)

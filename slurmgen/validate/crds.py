@@ -26,6 +26,10 @@ are skipped; neither are `x-kubernetes-list-type: map` key uniqueness nor defaul
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -153,13 +157,39 @@ def _crd_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.suffix in _SUFFIXES and p.is_file())
 
 
+def _cache_dir() -> Path:
+    root = os.environ.get("SLURMGEN_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "slurmgen")
+    return Path(root) / "parsed-crds"
+
+
 def _parse_file(path: Path) -> list[Any]:
-    """All YAML documents of a file (JSON is YAML too)."""
+    """All YAML documents of a file (JSON is YAML too).
+
+    Parsing the large CRDs (Application, MariaDB: ~400 KB each) dominates validation, so the parsed
+    documents are cached as JSON keyed by the file's sha256: a changed file is a new key, never stale.
+    """
     try:
-        with path.open(encoding="utf-8") as handle:
-            return [doc for doc in yaml.load_all(handle, Loader=_Loader) if doc is not None]
-    except (OSError, yaml.YAMLError) as error:
+        data = path.read_bytes()
+    except OSError as error:
         raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
+    cached = _cache_dir() / f"{hashlib.sha256(data).hexdigest()}.json"
+    try:
+        return json.loads(cached.read_bytes())
+    except (OSError, ValueError):
+        pass
+    try:
+        docs = [doc for doc in yaml.load_all(data.decode("utf-8"), Loader=_Loader) if doc is not None]
+    except (UnicodeDecodeError, yaml.YAMLError) as error:
+        raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
+    try:  # best effort: a read-only home only costs speed
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(docs), encoding="utf-8")
+        os.replace(tmp, cached)
+    except (OSError, TypeError, ValueError):
+        pass
+    return docs
 
 
 # Paths recorded by the scan; `None` stands for any index of the `versions` list.
@@ -172,11 +202,33 @@ _HEADER_PATHS = frozenset(
 
 
 def _scan_crd_file(path: Path) -> list[CrdVersion]:
+    """The CRD versions of a file; cached by content hash like the parsed documents."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
+    cached = _cache_dir() / f"{hashlib.sha256(data).hexdigest()}.versions.json"
+    try:
+        return [CrdVersion(**entry, source=path) for entry in json.loads(cached.read_bytes())]
+    except (OSError, ValueError, TypeError):
+        pass
+    found = _scan_crd_bytes(path, data)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps([{"group": c.group, "version": c.version, "kind": c.kind, "scope": c.scope,
+                                    "served": c.served} for c in found]), encoding="utf-8")
+        os.replace(tmp, cached)
+    except OSError:
+        pass
+    return found
+
+
+def _scan_crd_bytes(path: Path, data: bytes) -> list[CrdVersion]:
     """The CRD versions of a file, read from the YAML event stream without building objects."""
     try:
-        with path.open(encoding="utf-8") as handle:
-            headers = _scan_headers(yaml.parse(handle, Loader=_Loader))
-    except (OSError, yaml.YAMLError) as error:
+        headers = _scan_headers(yaml.parse(data.decode("utf-8"), Loader=_Loader))
+    except (UnicodeDecodeError, yaml.YAMLError) as error:
         raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
     found: list[CrdVersion] = []
     for header in headers:

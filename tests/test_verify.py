@@ -1,0 +1,55 @@
+"""Security and policy checks run on every synth, fed with hand-made bad objects."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+from slurmgen import verify
+
+
+def with_files(cluster, **changes):
+    files = copy.deepcopy(dict(cluster.files))
+    files.update(changes)
+    return dataclasses.replace(cluster, files=files)
+
+
+def test_examples_pass_every_check(rendered):
+    assert verify.static_checks(list(rendered.values())) == []
+
+
+def test_a_secret_with_data_is_refused(rendered):
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "leak", "namespace": "slurm"},
+              "data": {"password": "aHVudGVyMg=="}}
+    cluster = with_files(rendered["example"], **{"slurm/secret-leak.yaml": secret})
+    assert verify.static_checks([cluster]) == [
+        "example/slurm/secret-leak.yaml: a Secret with data would put a secret value in git; reference it instead"]
+
+
+def test_unpinned_images_are_refused(rendered):
+    def mutate(tag):
+        cluster = rendered["example"]
+        obj = copy.deepcopy(cluster.files["slurm/restapi-slurm.yaml"])
+        obj["spec"]["slurmrestd"]["image"] = f"ghcr.io/slinkyproject/slurmrestd{tag}"
+        return verify.static_checks([with_files(cluster, **{"slurm/restapi-slurm.yaml": obj})])
+    assert mutate(":latest") == ["example/slurm/restapi-slurm.yaml: image 'ghcr.io/slinkyproject/slurmrestd:latest' "
+                                 "is not pinned to a tag or digest"]
+    assert len(mutate("")) == 1
+    assert mutate("@sha256:" + "a" * 64) == []
+
+
+def test_a_wildcard_in_the_project_is_refused(rendered):
+    cluster = rendered["example"]
+    project = copy.deepcopy(cluster.files["apps/appproject-example.yaml"])
+    project["spec"]["sourceRepos"].append("*")
+    assert verify.static_checks([with_files(cluster, **{"apps/appproject-example.yaml": project})]) == [
+        "example/apps/appproject-example.yaml: the AppProject must list repositories, destinations and kinds "
+        "explicitly (no '*')"]
+
+
+def test_a_typo_inside_a_slinky_wrapper_fails_schema_validation(rendered):
+    cluster = rendered["example"]
+    obj = copy.deepcopy(cluster.files["slurm/nodeset-slurm-worker-slinky.yaml"])
+    obj["spec"]["slurmd"]["resourcez"] = obj["spec"]["slurmd"].pop("resources")
+    problems = verify.schema_checks([with_files(cluster, **{"slurm/nodeset-slurm-worker-slinky.yaml": obj})])
+    assert len(problems) == 1 and "spec.slurmd" in problems[0] and "resourcez" in problems[0]

@@ -16,10 +16,15 @@ from typing import Sequence
 REPO = Path(__file__).resolve().parent.parent
 
 
+def cluster_files(folder: Path) -> list[Path]:
+    """Every cluster spec in a folder; files starting with `_` are shared defaults, not clusters."""
+    return sorted(p for p in folder.glob("*.yaml") if not p.name.startswith("_"))
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="main.py", description="Render clusters/*.yaml into an Argo CD tree under dist/.")
     p.add_argument("--spec", action="append", type=Path, metavar="FILE",
-                   help="spec file to render (repeatable); default: every clusters/*.yaml")
+                   help="spec file to render (repeatable); default: every clusters/*.yaml not starting with _")
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="output root; default: $CDK8S_OUTDIR, else dist/")
     p.add_argument("--check", action="store_true",
@@ -35,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     out = args.out or Path(os.environ.get("CDK8S_OUTDIR") or REPO / "dist")
-    spec_paths = args.spec or sorted((REPO / "clusters").glob("*.yaml"))
+    spec_paths = args.spec or cluster_files(REPO / "clusters")
 
     # Imported here so `--help` and argument errors stay instant (cdk8s starts a Node.js process).
     from .pipeline import InputError, run

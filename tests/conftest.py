@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 CRDS = SHARED / "crds"
 CHARTS = SHARED / "charts"
-EXAMPLES = sorted((REPO / "clusters").glob("*.yaml"))
+EXAMPLES = sorted(p for p in (REPO / "clusters").glob("*.yaml") if not p.name.startswith("_"))
 
 # Tests validate against the pinned CRDs the project ships with; never a user's cache.
 os.environ.setdefault("SLURMGEN_CRD_DIR", str(CRDS))

@@ -21,7 +21,6 @@ from .helm import HelmRelease
 
 API = "argoproj.io/v1alpha1"
 FINALIZER = "resources-finalizer.argocd.argoproj.io"
-IN_CLUSTER = "https://kubernetes.default.svc"  # where Argo CD itself runs: Applications live there
 RETRY = {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
 PART_OF = "app.kubernetes.io/part-of"
 
@@ -137,7 +136,7 @@ class RootChart(Chart):
             "source": {"repoURL": spec.gitops.repo_url, "targetRevision": spec.gitops.target_revision,
                        "path": unit_path(spec, "apps"), "directory": {"recurse": False}},
             # Applications and the AppProject live next to Argo CD, whatever cluster Slurm runs on.
-            "destination": {"server": IN_CLUSTER, "namespace": spec.gitops.argocd_namespace},
+            "destination": {"server": spec.gitops.root_destination_server, "namespace": spec.gitops.argocd_namespace},
             "syncPolicy": _sync_policy([]),
         }
         emit(self, api_version=API, kind="Application", name=naming.root_application(spec.name),

@@ -73,6 +73,8 @@ def _load(path: Path, text: str) -> ClusterSpec:
         raise fail([("", "the file is empty; start from clusters/example.yaml")])
     if not isinstance(data, dict):
         raise fail([("", f"expected a mapping of spec keys at the top level, got {_schema._describe(data)}")])
+    if "extends" in data:
+        data = _extend(path, data, (path.resolve(),))
     version = data.get("schemaVersion")
     if isinstance(version, int) and not isinstance(version, bool) and version > _schema.schema_version():
         raise fail([("schemaVersion", f"{version} is newer than this generator reads "
@@ -85,6 +87,43 @@ def _load(path: Path, text: str) -> ClusterSpec:
     if findings:
         raise fail(findings)
     return _build(source, full)
+
+
+def merge(base: Any, override: Any) -> Any:
+    """Deep merge for `extends`: mappings merge key by key, anything else (lists too) is replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        out = dict(base)
+        for key, value in override.items():
+            out[key] = merge(base.get(key), value)
+        return out
+    return override
+
+
+def _extend(path: Path, data: dict[str, Any], chain: tuple[Path, ...]) -> dict[str, Any]:
+    """Resolve `extends:` (a file or a list of files, relative to this one; later ones win, the spec last)."""
+    bases = data["extends"]
+    bases = [bases] if isinstance(bases, str) else bases
+    child = {k: v for k, v in data.items() if k != "extends"}
+    if not isinstance(bases, list) or not all(isinstance(b, str) for b in bases):
+        raise SpecError([Problem(str(path), "extends", "expected a file name or a list of file names")])
+    merged: dict[str, Any] = {}
+    for name in bases:
+        base_path = (path.parent / name)
+        if base_path.resolve() in chain:
+            cycle = " -> ".join(p.name for p in (*chain, base_path))
+            raise SpecError([Problem(str(path), "extends", f"{name} extends itself through {cycle}")])
+        try:
+            base = load_yaml(base_path.read_text(encoding="utf-8"))
+        except OSError as err:
+            raise SpecError([Problem(str(path), "extends", f"cannot read {base_path}: {err.strerror or err}")]) from None
+        except YamlSyntaxError as err:
+            raise SpecError([Problem(str(base_path), "", str(err))]) from None
+        if not isinstance(base, dict):
+            raise SpecError([Problem(str(base_path), "", "a file named in extends must be a mapping of spec keys")])
+        if "extends" in base:
+            base = _extend(base_path, base, (*chain, base_path.resolve()))
+        merged = merge(merged, base)
+    return merge(merged, child)
 
 
 def _ref(raw: dict[str, str]) -> SecretKeyRef:
@@ -247,7 +286,8 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
         gitops=GitOpsSettings(repo_url=d["gitops"]["repoURL"], target_revision=d["gitops"]["targetRevision"],
                               path=d["gitops"]["path"], argocd_namespace=d["gitops"]["argocdNamespace"],
                               destination_server=d["gitops"]["destinationServer"],
-                              root_project=d["gitops"]["rootProject"]),
+                              root_project=d["gitops"]["rootProject"],
+                              root_destination_server=d["gitops"]["rootDestinationServer"]),
         versions=Versions(slinky=d["versions"]["slinky"], cert_manager=d["versions"]["certManager"],
                           slurm_image_tag=d["versions"]["slurmImageTag"]),
         images=images,

@@ -75,6 +75,7 @@ class GitOpsSettings:
     argocd_namespace: str
     destination_server: str
     root_project: str
+    root_destination_server: str = "https://kubernetes.default.svc"
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-destroy", action="append", default=[], metavar="KIND/NAME",
                    help="approve removing a stateful object or changing an immutable field of it (repeatable)")
     p.add_argument("--timings", action="store_true", help="print how long each step took (stderr)")
+    p.add_argument("--summary", action="store_true",
+                   help="print a Markdown summary of what changes against the base, write nothing")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--base", metavar="GIT_REF", default=None,
+                      help="with --summary: compare with the output folder committed at this ref (default HEAD)")
+    base.add_argument("--base-dir", type=Path, metavar="DIR", help="with --summary: compare with this folder")
     p.add_argument("--crd-dir", type=Path, metavar="DIR",
                    help="folder of upstream CRD YAML to validate against (default: $SLURMGEN_CRD_DIR, ../shared/crds, the cache)")
     return p
@@ -51,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in err.lines:
             print(line, file=sys.stderr)
         return 2
+    if args.summary:
+        return _summary(result, out, args.base, args.base_dir, subset=bool(args.spec))
     refused = result.guard(out, args.allow_destroy)
     if refused:
         for line in refused:
@@ -76,6 +84,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.timings:
         for line in result.timing_lines():
             print(line, file=sys.stderr)
+    return 0
+
+
+def _summary(result: object, out: Path, ref: str | None, base_dir: Path | None, *, subset: bool) -> int:
+    """Print the PR summary; with --spec, only the named clusters are compared."""
+    from .review import BaseUnavailable, trees_from_dir, trees_from_git
+    from .summary import summarize
+
+    try:
+        old = trees_from_dir(base_dir) if base_dir else trees_from_git(ref or "HEAD", out)
+    except BaseUnavailable as err:
+        print(err, file=sys.stderr)
+        return 2
+    new = {c.spec.name: dict(c.files) for c in result.clusters}  # type: ignore[attr-defined]
+    if subset:
+        old = {name: tree for name, tree in old.items() if name in new}
+    sys.stdout.write(summarize(old, new))
     return 0
 
 

@@ -1,0 +1,324 @@
+"""A pull-request summary: what a change to the rendered tree means, in Markdown.
+
+A 2,000-line YAML diff is unreadable; a reviewer needs "adds 16 p5.48xlarge nodes (128 H100) to
+partition `train` and changes nothing stateful". Everything here is read from the rendered objects
+(old tree vs new tree), so the summary describes exactly what Argo CD will apply.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from .catalog.catalog import InstanceType, load_catalog
+from .guards import IMMUTABLE, STATEFUL, _MISSING, field
+
+Obj = dict[str, Any]
+Tree = Mapping[str, Obj]  # relative path -> object, for one cluster
+
+_PARTITION_LINE = re.compile(r"^PartitionName=(\S+) Nodes=(\S+)")
+_POLICY_LINE = re.compile(r"^(QOS|Account|User) - '([^']+)'")
+_LBC = "service.beta.kubernetes.io/aws-load-balancer-"
+
+
+@dataclass(frozen=True)
+class NodeSetCapacity:
+    """What one nodeset can grow to, read from its NodeSet, ScaledObject and NodePool."""
+
+    nodeset: str
+    partitions: tuple[str, ...]
+    instance_type: str
+    capacity_type: str
+    max_nodes: int
+    accelerators: int  # at max_nodes
+    accelerator_model: str
+
+    def gpus(self) -> str:
+        if not self.accelerators:
+            return "-"
+        return f"{self.accelerators} × {self.accelerator_model.upper() or 'GPU'}"
+
+
+def _by_kind(tree: Tree, kind: str) -> dict[str, Obj]:
+    return {o["metadata"]["name"]: o for o in tree.values() if o.get("kind") == kind}
+
+
+def _partitions(tree: Tree) -> dict[str, list[str]]:
+    """nodeset -> partitions it belongs to (NodeSet-owned partitions and the Controller's extraConf)."""
+    out: dict[str, list[str]] = {}
+    nodesets = [n["spec"]["template"]["spec"]["hostname"].rstrip("-") for n in _by_kind(tree, "NodeSet").values()]
+    for node in _by_kind(tree, "NodeSet").values():
+        name = node["spec"]["template"]["spec"]["hostname"].rstrip("-")
+        if node["spec"].get("partition", {}).get("enabled"):
+            out.setdefault(name, []).append(name)
+    for controller in _by_kind(tree, "Controller").values():
+        for line in controller["spec"].get("extraConf", "").splitlines():
+            match = _PARTITION_LINE.match(line)
+            if match:
+                members = nodesets if match.group(2) == "ALL" else match.group(2).split(",")
+                for member in members:
+                    out.setdefault(member, []).append(match.group(1))
+    return out
+
+
+def capacity(tree: Tree, catalog: Mapping[str, InstanceType]) -> dict[str, NodeSetCapacity]:
+    pools = _by_kind(tree, "NodePool")
+    parts = _partitions(tree)
+    out: dict[str, NodeSetCapacity] = {}
+    for node in _by_kind(tree, "NodeSet").values():
+        pod = node["spec"]["template"]["spec"]
+        name = pod["hostname"].rstrip("-")
+        selector = pod.get("nodeSelector", {})
+        pool = pools.get(selector.get("karpenter.sh/nodepool", ""), {})
+        itype = selector.get("node.kubernetes.io/instance-type", "?")
+        it = catalog.get(itype)
+        limits = pool.get("spec", {}).get("limits", {})
+        accel = int(limits.get(it.accelerator_resource, 0)) if it and it.has_accelerator else 0
+        out[name] = NodeSetCapacity(
+            nodeset=name, partitions=tuple(sorted(set(parts.get(name, [])))), instance_type=itype,
+            capacity_type=selector.get("karpenter.sh/capacity-type", "?"), max_nodes=int(limits.get("nodes", 0)),
+            accelerators=accel, accelerator_model=it.accelerator_model if it else "")
+    return dict(sorted(out.items()))
+
+
+def _arrow(old: Any, new: Any) -> str:
+    if old == new:
+        return str(new)
+    return f"{'-' if old is None else old} → {'-' if new is None else new}"
+
+
+def _changed_paths(old: Any, new: Any, prefix: str = "", depth: int = 3) -> list[str]:
+    if old == new:
+        return []
+    if depth and isinstance(old, dict) and isinstance(new, dict):
+        paths: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            if key == "metadata" and not prefix:
+                continue
+            paths += _changed_paths(old.get(key), new.get(key), f"{prefix}.{key}" if prefix else key, depth - 1)
+        return paths
+    return [prefix or "(whole object)"]
+
+
+def _app_of(cluster: str, rel: str, obj: Obj) -> str:
+    """The Argo CD Application that owns a file: the unit folder's, or the root for apps/."""
+    unit = rel.split("/", 1)[0]
+    if unit == "apps":
+        return f"{cluster}-root"
+    if unit == "bootstrap":
+        return "(applied by hand)"
+    return f"{cluster}-{unit}"
+
+
+def _label(obj: Obj) -> str:
+    meta = obj["metadata"]
+    where = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+    return f"{obj['kind']} {where}"
+
+
+def _images(obj: Any, found: dict[str, str] | None = None) -> dict[str, str]:
+    found = {} if found is None else found
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key == "image" and isinstance(value, str):
+                repo, _, tag = value.rpartition(":") if "@" not in value else (value.split("@")[0], "", value.split("@")[1])
+                found[repo or value] = tag or value
+            else:
+                _images(value, found)
+    elif isinstance(obj, list):
+        for item in obj:
+            _images(item, found)
+    return found
+
+
+def _policy_names(tree: Tree) -> set[tuple[str, str]]:
+    names: set[tuple[str, str]] = set()
+    for cm in _by_kind(tree, "ConfigMap").values():
+        for line in cm.get("data", {}).get("accounts.cfg", "").splitlines():
+            match = _POLICY_LINE.match(line)
+            if match:
+                names.add((match.group(1), match.group(2)))
+    return names
+
+
+def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
+    notes: list[str] = []
+    old_objs = {(_label(o)): o for o in old.values()}
+    new_objs = {(_label(o)): o for o in new.values()}
+    for label in sorted(set(old_objs) | set(new_objs)):
+        was, now = old_objs.get(label), new_objs.get(label)
+        kind = (was or now or {}).get("kind")
+        if kind in STATEFUL and was != now:
+            verb = "removes" if now is None else "adds" if was is None else "changes"
+            paths = [] if was is None or now is None else _changed_paths(was, now)
+            # The Controller's state is its persistence; its config can change freely.
+            data_paths = [p for p in paths if kind != "Controller" or p.startswith("spec.persistence")]
+            if verb != "changes" or data_paths:
+                detail = f" ({', '.join(data_paths)})" if data_paths else ""
+                notes.append(f"stateful: {verb} {label}{detail}")
+        if was is not None and now is not None:
+            for path in IMMUTABLE.get(kind or "", ()):
+                a, b = field(was, path), field(now, path)
+                if a is not _MISSING and a != b:
+                    notes.append(f"immutable field: {label} {'.'.join(path)} changes; synth needs --allow-destroy "
+                                 f"{kind}/{now['metadata']['name']}")
+        if kind == "NodePool" and now is not None:
+            before = (was or {}).get("spec", {}).get("limits", {})
+            for key, value in sorted(now["spec"].get("limits", {}).items()):
+                if _number(value) > _number(before.get(key, "0")):
+                    notes.append(f"Karpenter limit raised: NodePool {now['metadata']['name']} {key} "
+                                 f"{before.get(key, '-')} → {value}")
+        if kind == "Service" and now is not None and now["spec"].get("type") == "LoadBalancer":
+            notes += _exposure(label, was, now)
+        if kind == "Application" and was is not None and now is not None:
+            a, b = was["spec"]["source"].get("targetRevision"), now["spec"]["source"].get("targetRevision")
+            if a != b and "chart" in now["spec"]["source"]:
+                notes.append(f"version: chart {now['spec']['source']['chart']} {a} → {b}")
+        if kind == "EC2NodeClass" and was is not None and now is not None and was["spec"] != now["spec"]:
+            a, b = was["spec"].get("amiSelectorTerms"), now["spec"].get("amiSelectorTerms")
+            if a != b:
+                notes.append(f"version: {label} AMI {a[0].get('alias') if a else '-'} → "
+                             f"{b[0].get('alias') if b else '-'} (nodes drift and are replaced once empty)")
+    old_images: dict[str, str] = {}
+    new_images: dict[str, str] = {}
+    for o in old.values():
+        _images(o, old_images)
+    for o in new.values():
+        _images(o, new_images)
+    for repo in sorted(set(old_images) & set(new_images)):
+        if old_images[repo] != new_images[repo]:
+            notes.append(f"version: image {repo} {old_images[repo]} → {new_images[repo]}")
+    gone = sorted(_policy_names(old) - _policy_names(new))
+    for title, name in gone:
+        what = {"QOS": "qos", "Account": "account", "User": "user"}[title]
+        notes.append(f"policy: {title} '{name}' left the spec; sacctmgr load never deletes: run "
+                     f"`sacctmgr -i delete {what} name={name}` by hand once it is unused")
+    return notes
+
+
+def _number(value: Any) -> float:
+    match = re.match(r"^([0-9.]+)", str(value))
+    return float(match.group(1)) if match else 0.0
+
+
+def _exposure(label: str, was: Obj | None, now: Obj) -> list[str]:
+    scheme = f"{_LBC}scheme"
+    a = (was or {}).get("metadata", {}).get("annotations", {}).get(scheme, "internal" if was else None)
+    b = now["metadata"].get("annotations", {}).get(scheme, "internal")
+    notes = []
+    if b == "internet-facing" and a != "internet-facing":
+        notes.append(f"login exposure widened: {label} becomes internet-facing")
+    old_ranges = set((was or {}).get("spec", {}).get("loadBalancerSourceRanges", []))
+    new_ranges = now["spec"].get("loadBalancerSourceRanges", [])
+    added = [r for r in new_ranges if r not in old_ranges]
+    if was is not None and added:
+        notes.append(f"login exposure widened: {label} also admits {', '.join(added)}")
+    if not new_ranges and b == "internet-facing":
+        notes.append(f"login exposure: {label} accepts SSH from anywhere (allowPublicSsh)")
+    return notes
+
+
+def _capacity_table(old: Tree, new: Tree, catalog: Mapping[str, InstanceType]) -> list[str]:
+    before, after = capacity(old, catalog), capacity(new, catalog)
+    rows = []
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        if a == b and a is not None:
+            marker = ""
+        else:
+            marker = " **(new)**" if a is None else " **(removed)**" if b is None else " **(changed)**"
+        cur = b or a
+        assert cur is not None
+        rows.append(
+            f"| `{name}`{marker} | {_arrow(', '.join(a.partitions) if a else None, ', '.join(b.partitions) if b else None)}"
+            f" | {_arrow(a.instance_type if a else None, b.instance_type if b else None)}"
+            f" | {_arrow(a.capacity_type if a else None, b.capacity_type if b else None)}"
+            f" | {_arrow(a.max_nodes if a else None, b.max_nodes if b else None)}"
+            f" | {_arrow(a.gpus() if a else None, b.gpus() if b else None)} |")
+    if not rows:
+        return []
+    return ["| nodeset | partitions | instance type | capacity | max nodes | GPUs (max) |",
+            "|---|---|---|---|---|---|", *rows]
+
+
+def _headline(old: Tree, new: Tree, catalog: Mapping[str, InstanceType]) -> list[str]:
+    before, after = capacity(old, catalog), capacity(new, catalog)
+    lines = []
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        nodes = (b.max_nodes if b else 0) - (a.max_nodes if a else 0)
+        gpus = (b.accelerators if b else 0) - (a.accelerators if a else 0)
+        if not nodes and not gpus:
+            continue
+        cur = b or a
+        assert cur is not None
+        verb = "adds" if nodes > 0 else "removes"
+        gpu_text = f" ({abs(gpus)} {cur.accelerator_model.upper()})" if gpus else ""
+        where = ", ".join(f"`{p}`" for p in cur.partitions) or "no partition"
+        lines.append(f"- {verb} {abs(nodes)} {cur.instance_type} node(s){gpu_text} {'to' if nodes > 0 else 'from'} {where}")
+    return lines
+
+
+def summarize(old: Mapping[str, Tree], new: Mapping[str, Tree],
+              catalog: Mapping[str, InstanceType] | None = None) -> str:
+    """Markdown comparing two renders ({cluster: {path: object}}); deterministic, pasteable into a PR."""
+    catalog = catalog if catalog is not None else load_catalog()
+    out = ["## slurmgen: what this change deploys", ""]
+    changed_any = False
+    for cluster in sorted(set(old) | set(new)):
+        a, b = old.get(cluster, {}), new.get(cluster, {})
+        if a == b:
+            continue
+        changed_any = True
+        state = " (new cluster)" if not a else " (cluster removed)" if not b else ""
+        out += [f"### Cluster `{cluster}`{state}", ""]
+        headline = _headline(a, b, catalog)
+        attention = _attention(cluster, a, b)
+        stateful = any(n.startswith("stateful") for n in attention)
+        out += headline or ["- no change in capacity"]
+        out += ["- changes nothing stateful" if not stateful else "- **touches stateful objects** (see below)", ""]
+        table = _capacity_table(a, b, catalog)
+        if table:
+            out += ["**Capacity**", "", *table, ""]
+        out += ["**Objects by Argo CD application**", ""]
+        out += _objects(cluster, a, b)
+        out += ["", "**Needs attention**", ""]
+        out += [f"- {n}" for n in attention] or ["- nothing"]
+        out.append("")
+    if not changed_any:
+        out += ["No change to the rendered tree.", ""]
+    return "\n".join(out)
+
+
+def _objects(cluster: str, old: Tree, new: Tree) -> list[str]:
+    groups: dict[str, dict[str, list[str]]] = {}
+    for rel in sorted(set(old) | set(new)):
+        was, now = old.get(rel), new.get(rel)
+        if was == now:
+            continue
+        obj = now or was
+        assert obj is not None
+        app = _app_of(cluster, rel, obj)
+        if was is None:
+            groups.setdefault(app, {}).setdefault("added", []).append(_label(obj))
+        elif now is None:
+            groups.setdefault(app, {}).setdefault("removed", []).append(_label(obj))
+        else:
+            paths = ", ".join(_changed_paths(was, now)) or "metadata"
+            groups.setdefault(app, {}).setdefault("changed", []).append(f"{_label(obj)} ({paths})")
+    lines = []
+    for app in sorted(groups):
+        for verb in ("added", "removed", "changed"):
+            items = groups[app].get(verb, [])
+            if items:
+                lines.append(f"- `{app}` {verb} {len(items)}: " + "; ".join(items))
+    return lines or ["- none"]
+
+
+def trees_of(files: Iterable[tuple[str, str, Obj]]) -> dict[str, dict[str, Obj]]:
+    """{cluster: {path: object}} from (cluster, path, object) triples."""
+    out: dict[str, dict[str, Obj]] = {}
+    for cluster, rel, obj in files:
+        out.setdefault(cluster, {})[rel] = obj
+    return out

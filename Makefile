@@ -6,12 +6,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 
-.PHONY: synth test check cdk8s-synth bench lock clean
+.PHONY: install synth test check summary cdk8s-synth bench lock clean
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	@rm -f $(VENV)/.installed-* && touch $@
+
+install: $(STAMP)  ## only create .venv from the pinned requirements
 
 synth: $(STAMP)  ## render every clusters/*.yaml into dist/<cluster>/
 	@$(PY) main.py
@@ -22,6 +24,9 @@ check: $(STAMP)  ## exit 1 when dist/ is stale
 test: $(STAMP)  ## the whole test suite (what .ci/run calls)
 	@$(PY) -m pytest
 
+summary: $(STAMP)  ## Markdown summary of the uncommitted change to dist/ (against HEAD)
+	@$(PY) main.py --summary
+
 node_modules/.installed: package-lock.json $(STAMP)
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npm ci --no-audit --no-fund --silent
 	@touch $@
@@ -29,7 +34,7 @@ node_modules/.installed: package-lock.json $(STAMP)
 cdk8s-synth: node_modules/.installed  ## the same render through the pinned cdk8s CLI
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" CDK8S_CHECK_UPGRADE=false node_modules/.bin/cdk8s synth
 
-bench: $(STAMP)
+bench: $(STAMP)  ## synth benchmark (fleets of 1..400 nodesets against a minimal cdk8s app)
 	@$(PY) bench/synth_bench.py
 
 lock:  ## re-resolve requirements.in into the pinned requirements.txt

@@ -9,8 +9,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-CRDS = SHARED / "crds"
-CHARTS = SHARED / "charts"
+# The pinned upstream CRDs and chart defaults: ../shared in this project's CI, or wherever the
+# environment says (a repository of specs fetches the CRDs: python -m slurmgen.validate.sources fetch).
+CRDS = Path(os.environ.get("SLURMGEN_CRD_DIR") or SHARED / "crds")
+CHARTS = Path(os.environ.get("SLURMGEN_CHARTS_DIR") or SHARED / "charts")
 EXAMPLES = sorted(p for p in (REPO / "clusters").glob("*.yaml") if not p.name.startswith("_"))
 
 # Tests validate against the pinned CRDs the project ships with; never a user's cache.

@@ -53,6 +53,8 @@ def test_there_are_helm_applications(rendered):
 
 
 def test_every_value_key_exists_in_the_pinned_chart(rendered):
+    if not CHARTS.is_dir():  # a repository of specs outside this project has no pinned chart copies
+        pytest.skip(f"pinned chart defaults not found at {CHARTS} (set SLURMGEN_CHARTS_DIR)")
     for where, source in helm_apps(rendered):
         # GIVEN the chart's default values at the pinned version
         chart_dir = CHARTS / source["chart"] / source["targetRevision"]

@@ -6,8 +6,7 @@ One cdk8s App holds every cluster's charts; nothing is synthesized to disk here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from cdk8s import App, Chart
 
@@ -21,19 +20,11 @@ from .charts.secrets import SecretsChart
 from .charts.storage import StorageChart
 from .charts.unit import UnitChart
 from .charts.slurm_cluster import SlurmClusterChart
-from .plan import NodeSetPlan, plan_cluster
+from .plan import plan_cluster
+from .rendered import RenderedCluster
 from .spec import ClusterSpec
 
 Obj = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class RenderedCluster:
-    """Everything rendered for one cluster: relative file path -> object."""
-
-    spec: ClusterSpec
-    plans: Mapping[str, NodeSetPlan]
-    files: Mapping[str, Obj]
 
 
 class DuplicateObjectError(RuntimeError):
@@ -75,8 +66,15 @@ def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceTy
     return RenderedCluster(spec=spec, plans=plans, files=_files(charts))
 
 
-def render(specs: Iterable[ClusterSpec], catalog: Mapping[str, InstanceType] | None = None) -> list[RenderedCluster]:
-    """Render every cluster, in name order, into one in-memory tree per cluster."""
+def render_each(specs: Iterable[ClusterSpec],
+                catalog: Mapping[str, InstanceType] | None = None) -> Iterator[RenderedCluster]:
+    """Render cluster after cluster, in name order, so checking one can overlap rendering the next."""
     catalog = catalog if catalog is not None else load_catalog()
     app = App()
-    return [render_cluster(app, spec, catalog) for spec in sorted(specs, key=lambda s: s.name)]
+    for spec in sorted(specs, key=lambda s: s.name):
+        yield render_cluster(app, spec, catalog)
+
+
+def render(specs: Iterable[ClusterSpec], catalog: Mapping[str, InstanceType] | None = None) -> list[RenderedCluster]:
+    """Render every cluster, in name order, into one in-memory tree per cluster."""
+    return list(render_each(specs, catalog))

@@ -39,11 +39,11 @@ def dump(obj: Any) -> str:
 
 
 def write_tree(root: Path, files: Mapping[str, Any]) -> None:
-    """Write files (relative path -> object) under a new folder `root` that must not exist yet."""
+    """Write files (relative path -> object, or its YAML text) under a folder `root`."""
     for rel, obj in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(dump(obj), encoding="utf-8")
+        path.write_text(obj if isinstance(obj, str) else dump(obj), encoding="utf-8")
 
 
 _RENAME_EXCHANGE = 2

@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+import importlib
+from concurrent.futures import ThreadPoolExecutor
+
 from . import guards, verify
-from .build import RenderedCluster, render
 from .output import dump, read_tree, replace_dir
+from .rendered import RenderedCluster
 from .spec import SpecError, load_specs
 
 
@@ -31,6 +34,7 @@ class InputError(Exception):
 class Result:
     clusters: tuple[RenderedCluster, ...]
     timings: dict[str, float] = field(default_factory=dict)  # step -> seconds, in run order
+    rendered_texts: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> path -> YAML
 
     @contextmanager
     def timer(self, step: str) -> Iterator[None]:
@@ -49,7 +53,8 @@ class Result:
         return sum(len(c.files) for c in self.clusters)
 
     def texts(self, cluster: RenderedCluster) -> dict[str, str]:
-        return {rel: dump(obj) for rel, obj in cluster.files.items()}
+        cached = self.rendered_texts.get(cluster.spec.name)
+        return cached if cached is not None else {rel: dump(obj) for rel, obj in cluster.files.items()}
 
     def guard(self, out: Path, allow: Iterable[str] = ()) -> list[str]:
         """Destructive changes against the trees in `out/` that `allow` (KIND/NAME) does not approve."""
@@ -72,7 +77,7 @@ class Result:
     def write(self, out: Path) -> None:
         """Replace `out/<cluster>/` for every rendered cluster; other folders are left alone."""
         for cluster in self.clusters:
-            replace_dir(out / cluster.spec.name, cluster.files)
+            replace_dir(out / cluster.spec.name, self.texts(cluster))
 
     def compare(self, out: Path) -> list[str]:
         """Readable drift between this render and `out/`: one line per file, then a short diff."""
@@ -98,20 +103,46 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None) -> Result:
     if not spec_paths:
         raise InputError(["no spec files: add clusters/<name>.yaml or pass --spec FILE"])
     result = Result(clusters=())
-    with result.timer("load"):
-        try:
-            specs = load_specs(spec_paths)
-        except SpecError as err:
-            raise InputError(str(p) for p in err.problems) from None
-    with result.timer("render"):
-        clusters = render(specs)
-    with result.timer("checks"):
-        problems = verify.static_checks(clusters)
-    with result.timer("validate"):
-        try:
-            problems += verify.schema_checks(clusters, crd_dir=crd_dir)
-        except verify.SchemaUnavailable as err:
-            raise InputError([f"cannot validate the rendered objects: {err}"]) from None
+    # Starting cdk8s (a Node.js process loading its assemblies) and building the validators is
+    # mostly waiting or independent work: it runs beside spec loading and rendering.
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen") as pool:
+        builder = pool.submit(importlib.import_module, "slurmgen.build")
+        with result.timer("load"):
+            try:
+                specs = load_specs(spec_paths)
+            except SpecError as err:
+                raise InputError(str(p) for p in err.problems) from None
+        prepared = [pool.submit(verify.prepare, crd_dir, version)
+                    for version in sorted({s.aws.kubernetes_version for s in specs})]
+        # While the main thread waits on jsii for cluster n+1, a worker checks, validates and dumps
+        # cluster n (jsii's pipe reads release the GIL).
+        clusters: list[RenderedCluster] = []
+        jobs = []
+        with result.timer("render"):
+            for cluster in builder.result().render_each(specs):
+                clusters.append(cluster)
+                jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result))
+        with result.timer("checks (rest)"):
+            try:
+                checked = [job.result() for job in jobs]
+            except verify.SchemaUnavailable as err:
+                raise InputError([f"cannot validate the rendered objects: {err}"]) from None
+    problems = [line for lines, _ in checked for line in lines]
     if problems:
         raise InputError(problems)
-    return Result(clusters=tuple(clusters), timings=result.timings)
+    texts = {cluster.spec.name: text for cluster, (_, text) in zip(clusters, checked)}
+    return Result(clusters=tuple(clusters), timings=result.timings, rendered_texts=texts)
+
+
+def _check(cluster: RenderedCluster, crd_dir: Path | None, prepared: list, result: Result
+           ) -> tuple[list[str], dict[str, str]]:
+    """Checks, schema validation and YAML of one cluster: (problems, path -> text)."""
+    for job in prepared:
+        job.result()
+    with result.timer("checks"):
+        problems = verify.static_checks([cluster])
+    with result.timer("validate"):
+        problems += verify.schema_checks([cluster], crd_dir=crd_dir)
+    with result.timer("dump"):
+        texts = {rel: dump(obj) for rel, obj in cluster.files.items()}
+    return problems, texts

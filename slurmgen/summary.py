@@ -229,7 +229,8 @@ def _capacity_table(old: Tree, new: Tree, catalog: Mapping[str, InstanceType]) -
         else:
             marker = " **(new)**" if a is None else " **(removed)**" if b is None else " **(changed)**"
         cur = b or a
-        assert cur is not None
+        if cur is None:
+            continue
         rows.append(
             f"| `{name}`{marker} | {_arrow(', '.join(a.partitions) if a else None, ', '.join(b.partitions) if b else None)}"
             f" | {_arrow(a.instance_type if a else None, b.instance_type if b else None)}"
@@ -252,7 +253,8 @@ def _headline(old: Tree, new: Tree, catalog: Mapping[str, InstanceType]) -> list
         if not nodes and not gpus:
             continue
         cur = b or a
-        assert cur is not None
+        if cur is None:
+            continue
         verb = "adds" if nodes > 0 else "removes"
         gpu_text = f" ({abs(gpus)} {cur.accelerator_model.upper()})" if gpus else ""
         where = ", ".join(f"`{p}`" for p in cur.partitions) or "no partition"
@@ -298,7 +300,8 @@ def _objects(cluster: str, old: Tree, new: Tree) -> list[str]:
         if was == now:
             continue
         obj = now or was
-        assert obj is not None
+        if obj is None:
+            continue
         app = _app_of(cluster, rel, obj)
         if was is None:
             groups.setdefault(app, {}).setdefault("added", []).append(_label(obj))

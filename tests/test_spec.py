@@ -62,3 +62,11 @@ def test_two_files_with_the_same_cluster_name(tmp_path: Path):
         load_specs([tmp_path / "a.yaml", tmp_path / "b.yaml"])
     assert [str(p) for p in err.value.problems] == [
         f"{tmp_path / 'b.yaml'}: name: cluster name 't' is already used by {tmp_path / 'a.yaml'}"]
+
+
+def test_the_spec_schema_is_a_valid_2020_12_schema():
+    from jsonschema import Draft202012Validator
+
+    from slurmgen.spec._schema import schema
+
+    Draft202012Validator.check_schema(schema())

@@ -38,14 +38,10 @@ def unit_path(spec: ClusterSpec, unit: str) -> str:
     return f"{spec.gitops.path}/{spec.name}/{unit}"
 
 
-def cluster_scoped_kinds(chart: Chart) -> set[tuple[str, str]]:
-    """(group, kind) of the objects a chart renders without a namespace."""
-    kinds = set()
-    for obj in chart.api_objects:
-        if obj.metadata.namespace is None:
-            group = obj.api_version.split("/")[0] if "/" in obj.api_version else ""
-            kinds.add((group, obj.kind))
-    return kinds
+def cluster_scoped_kinds(chart: UnitChart) -> set[tuple[str, str]]:
+    """(group, kind) of the objects a chart renders without a namespace (recorded by `emit`, no jsii calls)."""
+    return {(api.split("/")[0] if "/" in api else "", kind)
+            for api, kind, namespace in getattr(chart, "emitted", ()) if namespace is None}
 
 
 class AppsChart(Chart):

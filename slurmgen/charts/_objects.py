@@ -47,7 +47,15 @@ def emit(
     )
     for key, value in (body or {}).items():
         obj.add_json_patch(JsonPatch.add(f"/{key}", _plain(value)))
+    _record(scope, api_version, kind, namespace)
     return obj
+
+
+def _record(scope: Construct, api_version: str, kind: str, namespace: str | None) -> None:
+    """Remember what a chart emitted on the Python side: reading it back through jsii costs a round trip per field."""
+    emitted = getattr(scope, "emitted", None)
+    if emitted is not None:
+        emitted.append((api_version, kind, namespace))
 
 
 def _plain(value: Any) -> Any:

@@ -42,7 +42,8 @@ def demand_query(spec: ClusterSpec, ns: NodeSetSpec) -> str:
 
 def scaled_object_spec(spec: ClusterSpec, ns: NodeSetSpec) -> dict[str, Any]:
     auto = ns.autoscale
-    assert auto is not None and spec.prometheus_address is not None
+    if auto is None or spec.prometheus_address is None:
+        raise ValueError(f"nodeset {ns.name} has no autoscale block or no Prometheus address")
     body: dict[str, Any] = {
         "scaleTargetRef": {"apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet", "name": naming.nodeset_cr(ns.name)},
         "minReplicaCount": auto.min,

@@ -36,3 +36,4 @@ class UnitChart(Chart):
         super().__init__(scope, f"{spec.name}-{self.unit}", disable_resource_name_hashes=True)
         self.spec = spec
         self.sync = sync
+        self.emitted: list[tuple[str, str, str | None]] = []  # (apiVersion, kind, namespace), see _objects.emit

@@ -15,6 +15,16 @@ CRDS = Path(os.environ.get("SLURMGEN_CRD_DIR") or SHARED / "crds")
 CHARTS = Path(os.environ.get("SLURMGEN_CHARTS_DIR") or SHARED / "charts")
 EXAMPLES = sorted(p for p in (REPO / "clusters").glob("*.yaml") if not p.name.startswith("_"))
 
+# The smallest valid spec: tests add to it what they exercise.
+MINIMAL_SPEC = """\
+schemaVersion: 1
+name: t
+aws: {region: us-west-2, eksClusterName: eks}
+gitops: {repoURL: "https://github.com/o/r.git"}
+nodesets: [{name: gpu, instanceType: g5.xlarge}]
+partitions: [{name: gpu, nodesets: [gpu]}]
+"""
+
 # Tests validate against the pinned CRDs the project ships with; never a user's cache.
 os.environ.setdefault("SLURMGEN_CRD_DIR", str(CRDS))
 

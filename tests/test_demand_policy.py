@@ -8,6 +8,7 @@ import pytest
 
 from slurmgen.charts.policy import flat_file
 from slurmgen.spec import parse_text
+from tests.conftest import MINIMAL_SPEC
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -107,21 +108,11 @@ def test_slurm_conf_follows_the_policy(example):
     assert "PreemptType=preempt/partition_prio" not in conf
 
 
-MINIMAL = """\
-schemaVersion: 1
-name: t
-aws: {region: us-west-2, eksClusterName: eks}
-gitops: {repoURL: "https://github.com/o/r.git"}
-nodesets: [{name: gpu, instanceType: g5.xlarge}]
-partitions: [{name: gpu, nodesets: [gpu]}]
-"""
-
-
 @pytest.mark.parametrize("extra,idle", [("min: 2, max: 4", 0), ("min: 2, max: 4, idleToZero: false", None)])
 def test_idle_replica_count(extra, idle):
     from slurmgen.charts.autoscaling import scaled_object_spec
 
-    text = MINIMAL.replace("instanceType: g5.xlarge}", f"instanceType: g5.xlarge, autoscale: {{{extra}}}}}")
+    text = MINIMAL_SPEC.replace("instanceType: g5.xlarge}", f"instanceType: g5.xlarge, autoscale: {{{extra}}}}}")
     text += "autoscaling: {prometheusAddress: 'http://prom:9090'}\n"
     spec = parse_text("t.yaml", text)
     assert scaled_object_spec(spec, spec.nodesets[0]).get("idleReplicaCount") == idle

@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
+from slurmgen.spec.loader import merge
 from tests.conftest import CHARTS
 
 
@@ -71,17 +72,8 @@ def test_every_value_key_exists_in_the_pinned_chart(rendered):
         # AND where the chart ships a values schema, the values validate against it
         schema_file = chart_dir / "values.schema.json"
         if schema_file.exists():
-            merged = _merge(defaults, values)
+            merged = merge(defaults, values)
             jsonschema.validate(merged, json.loads(schema_file.read_text()))
-
-
-def _merge(base: Any, override: Any) -> Any:
-    if isinstance(base, dict) and isinstance(override, dict):
-        out = dict(base)
-        for key, value in override.items():
-            out[key] = _merge(base.get(key), value)
-        return out
-    return override
 
 
 @pytest.mark.parametrize("path,expected", [(("crds", "enabled"), True), (("nope",), False), (("operator", "x", "y"), False)])

@@ -8,15 +8,9 @@ from pathlib import Path
 import pytest
 
 from slurmgen.spec import SpecError, load_specs, parse_text
+from tests.conftest import MINIMAL_SPEC
 
-MINIMAL = """\
-schemaVersion: 1
-name: t
-aws: {region: us-west-2, eksClusterName: eks}
-gitops: {repoURL: "https://github.com/o/r.git"}
-nodesets: [{name: gpu, instanceType: g5.xlarge}]
-partitions: [{name: all, nodesets: [ALL], default: true}]
-"""
+MINIMAL = MINIMAL_SPEC.replace("partitions: [{name: gpu, nodesets: [gpu]}]", "partitions: [{name: all, nodesets: [ALL], default: true}]")
 
 
 def test_minimal_spec_gets_documented_defaults():

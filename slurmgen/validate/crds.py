@@ -163,32 +163,52 @@ def _cache_dir() -> Path:
     return Path(root) / "parsed-crds"
 
 
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
+
+
+def _cache_file(data: bytes, suffix: str) -> Path:
+    """Cache entries are keyed by the file's sha256: a changed file is a new key, never a stale one."""
+    return _cache_dir() / f"{hashlib.sha256(data).hexdigest()}{suffix}"
+
+
+def _cache_load(entry: Path) -> Any:
+    try:
+        return json.loads(entry.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _cache_store(entry: Path, value: Any) -> None:
+    """Best effort: a read-only home only costs speed."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(value), encoding="utf-8")
+        os.replace(tmp, entry)
+    except (OSError, TypeError, ValueError):
+        pass
+
+
 def _parse_file(path: Path) -> list[Any]:
     """All YAML documents of a file (JSON is YAML too).
 
     Parsing the large CRDs (Application, MariaDB: ~400 KB each) dominates validation, so the parsed
-    documents are cached as JSON keyed by the file's sha256: a changed file is a new key, never stale.
+    documents are cached as JSON.
     """
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
-    cached = _cache_dir() / f"{hashlib.sha256(data).hexdigest()}.json"
-    try:
-        return json.loads(cached.read_bytes())
-    except (OSError, ValueError):
-        pass
+    data = _read(path)
+    entry = _cache_file(data, ".json")
+    cached = _cache_load(entry)
+    if isinstance(cached, list):
+        return cached
     try:
         docs = [doc for doc in yaml.load_all(data.decode("utf-8"), Loader=_Loader) if doc is not None]
     except (UnicodeDecodeError, yaml.YAMLError) as error:
         raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
-    try:  # best effort: a read-only home only costs speed
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(docs), encoding="utf-8")
-        os.replace(tmp, cached)
-    except (OSError, TypeError, ValueError):
-        pass
+    _cache_store(entry, docs)
     return docs
 
 
@@ -203,24 +223,17 @@ _HEADER_PATHS = frozenset(
 
 def _scan_crd_file(path: Path) -> list[CrdVersion]:
     """The CRD versions of a file; cached by content hash like the parsed documents."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
-    cached = _cache_dir() / f"{hashlib.sha256(data).hexdigest()}.versions.json"
-    try:
-        return [CrdVersion(**entry, source=path) for entry in json.loads(cached.read_bytes())]
-    except (OSError, ValueError, TypeError):
-        pass
+    data = _read(path)
+    entry = _cache_file(data, ".versions.json")
+    cached = _cache_load(entry)
+    if isinstance(cached, list):
+        try:
+            return [CrdVersion(**fields, source=path) for fields in cached]
+        except TypeError:
+            pass
     found = _scan_crd_bytes(path, data)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps([{"group": c.group, "version": c.version, "kind": c.kind, "scope": c.scope,
-                                    "served": c.served} for c in found]), encoding="utf-8")
-        os.replace(tmp, cached)
-    except OSError:
-        pass
+    _cache_store(entry, [{"group": c.group, "version": c.version, "kind": c.kind, "scope": c.scope,
+                          "served": c.served} for c in found])
     return found
 
 

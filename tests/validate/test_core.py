@@ -12,7 +12,8 @@ import yaml
 from slurmgen.validate import Problem, SchemaUnavailable, Validator, format_path
 from slurmgen.validate.core import CoreSchemas, schema_issues, supported_versions
 
-CRD_DIR = Path(__file__).resolve().parents[3] / "shared" / "crds"
+from tests.conftest import CRDS as CRD_DIR
+from tests.validate.helpers import messages
 
 VALID = {
     doc["kind"]: doc
@@ -77,17 +78,8 @@ def core() -> CoreSchemas:
     return CoreSchemas("1.34")
 
 
-@pytest.fixture(scope="module")
-def validator() -> Validator:
-    return Validator.create(CRD_DIR)
-
-
 def valid(kind: str) -> dict:
     return copy.deepcopy(VALID[kind])
-
-
-def messages(validator: Validator, obj: dict) -> list[str]:
-    return [str(problem) for problem in validator.validate(obj)]
 
 
 # --------------------------------------------------------------------------- valid / invalid kinds

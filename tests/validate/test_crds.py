@@ -13,7 +13,8 @@ import yaml
 from slurmgen.validate import SchemaUnavailable, Validator
 from slurmgen.validate.crds import CrdIndex, go_pattern, to_strict_schema
 
-CRD_DIR = Path(__file__).resolve().parents[3] / "shared" / "crds"
+from tests.conftest import CRDS as CRD_DIR
+from tests.validate.helpers import messages
 
 VALID = {
     doc["kind"]: doc
@@ -129,17 +130,8 @@ spec:
 }
 
 
-@pytest.fixture(scope="module")
-def validator() -> Validator:
-    return Validator.create(CRD_DIR)
-
-
 def valid(kind: str) -> dict:
     return copy.deepcopy(VALID[kind])
-
-
-def messages(validator: Validator, obj: dict) -> list[str]:
-    return [str(problem) for problem in validator.validate(obj)]
 
 
 # --------------------------------------------------------------------------- real CRs

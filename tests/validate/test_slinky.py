@@ -10,7 +10,8 @@ import yaml
 
 from slurmgen.validate import Validator
 
-CRD_DIR = Path(__file__).resolve().parents[3] / "shared" / "crds"
+from tests.conftest import CRDS as CRD_DIR
+from tests.validate.helpers import messages
 
 # slinky-operator.md §3.9, plus a Token; `alpine:latest` is fine for schema purposes.
 VALID = {
@@ -100,17 +101,8 @@ spec:
 }
 
 
-@pytest.fixture(scope="module")
-def validator() -> Validator:
-    return Validator.create(CRD_DIR)
-
-
 def valid(kind: str) -> dict:
     return copy.deepcopy(VALID[kind])
-
-
-def messages(validator: Validator, obj: dict) -> list[str]:
-    return [str(problem) for problem in validator.validate(obj)]
 
 
 @pytest.mark.parametrize("kind", sorted(VALID))

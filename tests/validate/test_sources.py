@@ -13,7 +13,7 @@ from slurmgen.validate import SchemaUnavailable, Validator
 from slurmgen.validate import sources
 from slurmgen.validate.sources import FetchError, default_crd_dir, fetch, load_sources, verify_dir
 
-CRD_DIR = Path(__file__).resolve().parents[3] / "shared" / "crds"
+from tests.conftest import CRDS as CRD_DIR
 
 
 class FakeOpener:

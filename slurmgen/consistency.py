@@ -66,7 +66,8 @@ def _fit(nodeset: Obj, pool: Obj, it: InstanceType, reserve: DaemonSetReserve) -
     accel = int(requests.get(it.accelerator_resource, 0)) if it.has_accelerator else 0
     per_node = it.accelerator_count // accel if shared and accel else 1
     alloc = allocatable(it)
-    budget = {"cpu": alloc.cpu_m - reserve.cpu_m, "memory": alloc.memory_mi - reserve.memory_mi}
+    reserve_cpu_m, reserve_memory_mi = reserve.on(alloc)
+    budget = {"cpu": alloc.cpu_m - reserve_cpu_m, "memory": alloc.memory_mi - reserve_memory_mi}
     used = {"cpu": cpu_millis(requests.get("cpu", "0")), "memory": memory_mib(requests.get("memory", "0"))}
     for res in ("cpu", "memory"):
         if used[res] * per_node > budget[res]:

@@ -95,10 +95,15 @@ def _taints(it: InstanceType) -> tuple[Taint, ...]:
     return (Taint(key=it.accelerator_resource if it.has_accelerator else COMPUTE_TAINT),)
 
 
+def reserve_of(spec: ClusterSpec) -> DaemonSetReserve:
+    c = spec.compute
+    return DaemonSetReserve(cpu_m=c.reserve_cpu_m, memory_mi=c.reserve_memory_mi, percent=c.reserve_percent)
+
+
 def plan_nodeset(spec: ClusterSpec, ns: NodeSetSpec, catalog: Mapping[str, InstanceType]) -> NodeSetPlan:
     """Size one nodeset; raises SizingError (a user-facing message) when it cannot fit."""
     it = lookup(catalog, ns.instance_type)
-    reserve = DaemonSetReserve(cpu_m=spec.compute.reserve_cpu_m, memory_mi=spec.compute.reserve_memory_mi)
+    reserve = reserve_of(spec)
     shape = pod_resources(it, gpus_per_pod=ns.gpus_per_pod, efa=ns.efa, reserve=reserve)
     return NodeSetPlan(nodeset=ns, instance=it, shape=shape,
                        nodepool=naming.nodepool(spec.name, ns.name), taints=_taints(it))

@@ -13,8 +13,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from .rendered import RenderedCluster
 from .catalog.catalog import load_catalog
-from .catalog.sizing import DaemonSetReserve
 from .consistency import check_placement
+from .plan import reserve_of
 from .validate import SchemaUnavailable
 
 __all__ = ["SchemaUnavailable", "verify", "static_checks", "schema_checks"]
@@ -82,8 +82,7 @@ def policy_problems(cluster: RenderedCluster) -> Iterator[str]:
 
 
 def placement_problems(cluster: RenderedCluster) -> Iterator[str]:
-    compute = cluster.spec.compute
-    reserve = DaemonSetReserve(cpu_m=compute.reserve_cpu_m, memory_mi=compute.reserve_memory_mi)
+    reserve = reserve_of(cluster.spec)
     for line in check_placement(cluster.files, load_catalog(), reserve):
         yield f"{cluster.spec.name}/{line}"
 

@@ -70,9 +70,12 @@ def test_neuron_pool_is_tainted_and_tolerated(rendered):
 
 
 def test_device_plugins_only_where_needed(rendered):
-    example = set(rendered["example"].files)
-    assert "apps/application-example-nvidia-device-plugin.yaml" in example
-    assert "apps/application-example-aws-efa-k8s-device-plugin.yaml" in example
+    training = set(rendered["training"].files)
+    assert "apps/application-training-nvidia-device-plugin.yaml" in training
+    assert "apps/application-training-aws-efa-k8s-device-plugin.yaml" in training
+    # the example's cluster already runs the GPU operator and an EFA plugin (the blueprint's Terraform)
+    assert not any("device-plugin" in rel for rel in rendered["example"].files)
+    assert not any("device-plugin" in rel for rel in rendered["dev"].files)  # CPU only
     efa = rendered["training"].files["apps/application-training-aws-efa-k8s-device-plugin.yaml"]
     tolerated = {t["key"] for t in efa["spec"]["source"]["helm"]["valuesObject"]["tolerations"]}
     assert tolerated == {"nvidia.com/gpu", "aws.amazon.com/neuron", "slurmgen.dev/compute"}

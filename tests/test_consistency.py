@@ -55,7 +55,8 @@ def test_request_above_allocatable_is_caught(example):
         o["spec"]["slurmd"]["resources"]["requests"]["nvidia.com/gpu"] = "2"
     files = mutate(example, "slurm/nodeset-slurm-worker-slinky.yaml", grow)
     problems = check_placement(files, load_catalog(), RESERVE)
-    assert any("requesting cpu 32 exceed 31660m allocatable on g5.8xlarge" in p for p in problems)
+    assert any("requesting cpu 32 exceed 31531m allocatable on g5.8xlarge after the DaemonSet reserve" in p
+               for p in problems)
     assert any("requesting nvidia.com/gpu 2 exceed the 1 on g5.8xlarge" in p for p in problems)
 
 

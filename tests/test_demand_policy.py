@@ -31,10 +31,11 @@ def test_query_counts_busy_nodes_plus_pending_demand_of_the_nodesets_partitions(
     query = example["slurm/scaledobject-slurm-worker-spot.yaml"]["spec"]["triggers"][0]["metadata"]["query"]
     # busy: nodes of this nodeset (spot-0, spot-1, ...) running anything: keeps replicas up while jobs run
     assert 'count(slurm_node_cpus_alloc{namespace="slurm",node=~"spot-[0-9]+"} > 0) or vector(0)' in query
-    # pending: non-held pending jobs of every partition the nodeset is in, at least the widest job
-    assert 'sum(slurm_partition_jobs_pending{namespace="slurm",partition=~"backfill|all"})' in query
-    assert 'sum(slurm_partition_jobs_hold{namespace="slurm",partition=~"backfill|all"})' in query
-    assert 'scalar(max(slurm_partition_jobs_max_job_nodes_nohold{namespace="slurm",partition=~"backfill|all"}) or vector(0))' in query
+    # pending: non-held pending jobs of the nodeset's own partition (`all` also holds jobs waiting for
+    # the static nodes, which must not buy Spot nodes), at least the widest job
+    assert 'sum(slurm_partition_jobs_pending{namespace="slurm",partition=~"backfill"})' in query
+    assert 'sum(slurm_partition_jobs_hold{namespace="slurm",partition=~"backfill"})' in query
+    assert 'scalar(max(slurm_partition_jobs_max_job_nodes_nohold{namespace="slurm",partition=~"backfill"}) or vector(0))' in query
     # never the upstream example's pending-only signal
     assert not query.strip().startswith("slurm_partition_jobs_pending")
     assert query.count("(") == query.count(")")

@@ -40,8 +40,8 @@ def test_child_applications_are_ordered_by_string_waves(example):
 
 
 @pytest.mark.parametrize("name", ["example-cert-manager", "example-slurm-operator-crds", "example-slurm-operator",
-                                  "example-slurm", "example-compute", "example-nvidia-device-plugin",
-                                  "example-aws-efa-k8s-device-plugin"])
+                                  "example-slurm", "example-compute", "example-external-secrets", "example-secrets",
+                                  "example-keda", "example-database", "example-storage"])
 def test_every_child_has_finalizer_automated_sync_and_retry(example, name):
     app = children(example)[name]
     assert app["metadata"]["finalizers"] == [FINALIZER]
@@ -118,18 +118,24 @@ def test_controller_is_protected_and_synced_after_its_config(example):
 def test_partitions_slinky_backfill_and_default_all(example):
     conf = by_kind(example, "Controller")["slurm"]["spec"]["extraConf"]
     assert "GresTypes=gpu\n" in conf
-    assert "PartitionName=all Nodes=ALL State=UP Default=YES MaxTime=UNLIMITED PriorityTier=5\n" in conf
-    assert "PartitionName=backfill Nodes=spot State=UP MaxTime=1-00:00:00 PriorityTier=1 QOS=scavenger AllowQos=scavenger\n" in conf
+    # every partition gets a default memory per GPU, so a job without --mem does not take a whole node
+    assert ("PartitionName=all Nodes=ALL State=UP Default=YES MaxTime=UNLIMITED PriorityTier=5 "
+            "DefMemPerGPU=28390\n") in conf
+    assert ("PartitionName=backfill Nodes=spot State=UP MaxTime=1-00:00:00 PriorityTier=1 AllowQos=scavenger "
+            "DefMemPerGPU=28390\n") in conf
     slinky = by_kind(example, "NodeSet")["slurm-worker-slinky"]["spec"]
-    assert slinky["partition"] == {"enabled": True, "config": "State=UP MaxTime=UNLIMITED PriorityTier=10"}
+    assert slinky["partition"] == {"enabled": True,
+                                   "config": "State=UP MaxTime=UNLIMITED PriorityTier=10 DefMemPerGPU=115956"}
     assert "partition" not in by_kind(example, "NodeSet")["slurm-worker-spot"]["spec"]
 
 
 def test_nodeset_gpu_and_efa_limits_match_slurm_gres(example):
     ns = by_kind(example, "NodeSet")["slurm-worker-slinky"]["spec"]
     limits = ns["slurmd"]["resources"]["limits"]
-    assert limits["nvidia.com/gpu"] == "1" and limits["vpc.amazonaws.com/efa"] == "1"
-    assert ns["slurmd"]["resources"]["requests"] == limits
+    requests = ns["slurmd"]["resources"]["requests"]
+    # extended resources: limits == requests; CPU and memory: requests only (Slinky 1.2.1, slurm-operator#261)
+    assert limits == {"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "1"}
+    assert {k: requests[k] for k in limits} == limits and {"cpu", "memory"} <= set(requests)
     assert "Gres=gpu:a10g:1" in ns["extraConf"].split(" ")
     assert "  " not in ns["extraConf"] and all("=" in t for t in ns["extraConf"].split(" "))
     assert ns["template"]["spec"]["hostname"] == "slinky-"

@@ -76,8 +76,9 @@ def test_compute_is_pinned_to_the_fsx_zone_and_waits_for_the_fsx_agent(rendered)
 
 
 def test_fsx_csi_driver_app_unless_it_is_an_eks_addon(rendered):
-    assert "apps/application-example-aws-fsx-csi-driver.yaml" in rendered["example"].files
-    assert not any("fsx-csi-driver" in rel for rel in rendered["dev"].files)
+    assert "apps/application-training-aws-fsx-csi-driver.yaml" in rendered["training"].files
+    assert not any("fsx-csi-driver" in rel for rel in rendered["dev"].files)      # csiDriver: eks-addon
+    assert not any("fsx-csi-driver" in rel for rel in rendered["example"].files)  # csiDriver: eks-addon
 
 
 # -- Login -------------------------------------------------------------------------------------

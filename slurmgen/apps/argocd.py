@@ -103,6 +103,8 @@ class AppsChart(Chart):
         source = {"repoURL": release.repo_url, "chart": release.chart, "targetRevision": release.version,
                   "helm": helm}
         options = ["CreateNamespace=true"] + (["ServerSideApply=true"] if release.server_side_apply else [])
+        if release.keep_on_delete:
+            options.append("Delete=false")
         self._application(release.unit, release.wave, source, release.namespace, options)
 
     def _project(self, repos: list[str], namespaces: list[str], kinds: list[tuple[str, str]]) -> None:

@@ -34,6 +34,7 @@ class HelmRelease:
     server_side_apply: bool = False
     cluster_kinds: tuple[tuple[str, str], ...] = ()
     extra_namespaces: tuple[str, ...] = ()  # namespaces the chart writes to besides its own
+    keep_on_delete: bool = False  # Delete=false: deleting the Application leaves its objects (CRDs)
 
 
 def _placement(spec: ClusterSpec) -> dict[str, Any]:
@@ -65,6 +66,7 @@ def slurm_operator_crds(spec: ClusterSpec) -> HelmRelease:
         unit="slurm-operator-crds", repo_url="ghcr.io/slinkyproject/charts", chart="slurm-operator-crds",
         version=spec.versions.slinky, namespace=spec.operator_namespace, release_name="slurm-operator-crds",
         wave=waves.CRDS, server_side_apply=True, cluster_kinds=(CRD,),
+        keep_on_delete=True,  # deleting a CRD deletes every Controller, NodeSet, ... with it
     )
 
 
@@ -127,6 +129,7 @@ def mariadb_operator_crds(spec: ClusterSpec) -> HelmRelease:
         unit="mariadb-operator-crds", repo_url="ghcr.io/mariadb-operator/charts", chart="mariadb-operator-crds",
         version="26.6.0", namespace="mariadb-operator", release_name="mariadb-operator-crds",
         wave=waves.CRDS, server_side_apply=True, cluster_kinds=(CRD,),
+        keep_on_delete=True,  # deleting the MariaDB CRD deletes the accounting database's CR
     )
 
 

@@ -13,7 +13,7 @@ def nodesets_fit(spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
     and a maxNodes too small for the replicas."""
     catalog = load_catalog()
     raw = spec["compute"]["daemonSetReserve"]
-    reserve = DaemonSetReserve(cpu_m=raw["cpuMillicores"], memory_mi=raw["memoryMiB"])
+    reserve = DaemonSetReserve(cpu_m=raw["cpuMillicores"], memory_mi=raw["memoryMiB"], percent=raw["percent"])
     for index, ns in enumerate(spec["nodesets"]):
         try:
             it = lookup(catalog, ns["instanceType"])

@@ -56,13 +56,15 @@ class Allocatable:
 class DaemonSetReserve:
     """CPU/memory left on every node for DaemonSets, subtracted before sizing slurmd.
 
-    Defaults: 190m CPU / 640 Mi.
+    Defaults: the larger of 190m CPU / 640 Mi and 1 % of the node's allocatable.
     - CPU is what DaemonSets *request* (the scheduler only sums requests). On this platform that is
-      roughly kube-proxy 100m + VPC CNI aws-node 25m (+25m network-policy agent) + EFA plugin 10m;
-      the NVIDIA device plugin, FSx CSI node, node-exporter and Pod Identity agent charts request
-      nothing by default. ~160m, so 190m leaves ~30m slack for a future agent. (These per-chart
-      figures are from the charts' default values as commonly published, not from the pinned
-      versions in shared/reference: confirm with `kubectl describe node` on a first node.)
+      roughly kube-proxy 100m + VPC CNI aws-node 25m (+25m network-policy agent) + EFA plugin 10m
+      + FSx CSI node 10m (its pinned chart's default); the NVIDIA device plugin, node-exporter and
+      Pod Identity agent request nothing by default. ~170m, so 190m leaves a little slack on small
+      nodes, and the 1 % share (1.9 cores on a 192-vCPU node) covers add-ons such as CloudWatch or
+      node-monitoring agents on the big ones. slurmd sets no CPU limit (see PodShape.limits), so this
+      reserve only costs scheduling headroom, never CPUs Slurm can use. Confirm with
+      `kubectl describe node` on a first node and raise it (compute.daemonSetReserve) if needed.
     - Memory covers what those agents actually *use* (~300-400 Mi working set together), not just
       their requests (~20 Mi): a Guaranteed slurmd pod sized to the last MiB would otherwise push the
       node into memory pressure and get BestEffort agents evicted.
@@ -74,11 +76,18 @@ class DaemonSetReserve:
 
     cpu_m: int = 190
     memory_mi: int = 640
+    percent: int = 1
 
     def __post_init__(self) -> None:
         """A negative reserve would size slurmd above allocatable; refuse it up front."""
-        if self.cpu_m < 0 or self.memory_mi < 0:
-            raise SizingError(f"DaemonSet reserve must not be negative, got {self.cpu_m}m CPU / {self.memory_mi}Mi")
+        if self.cpu_m < 0 or self.memory_mi < 0 or not 0 <= self.percent < 100:
+            raise SizingError(f"DaemonSet reserve must not be negative, got {self.cpu_m}m CPU / {self.memory_mi}Mi "
+                              f"/ {self.percent}%")
+
+    def on(self, alloc: "Allocatable") -> tuple[int, int]:
+        """(CPU m, memory Mi) kept free on a node with this allocatable: the fixed floor or the share."""
+        return (max(self.cpu_m, -(-alloc.cpu_m * self.percent // 100)),
+                max(self.memory_mi, -(-alloc.memory_mi * self.percent // 100)))
 
 
 DEFAULT_RESERVE = DaemonSetReserve()
@@ -106,8 +115,14 @@ class PodShape:
         return resources
 
     def limits(self) -> dict[str, str]:
-        """Limits equal requests: Guaranteed QoS, so Slurm's cgroup view equals the kubelet's."""
-        return self.requests()
+        """Limits for the extended resources only (they must equal their requests); none for CPU/memory.
+
+        Slinky 1.2.1 turns CPU and memory limits into `CoreSpecCount`/`MemSpecLimit` after an empty
+        `Topology=` token, and Slurm then refuses the node (DRAIN+INVALID_REG: slurm-operator#261,
+        containers#20, open). Without them slurmd registers; `RealMemory` keeps Slurm inside the
+        memory request, and the requests still place one pod per node (or per split).
+        """
+        return {k: v for k, v in self.requests().items() if k not in ("cpu", "memory")}
 
 
 def kube_reserved_cpu_m(vcpu: int) -> int:
@@ -225,11 +240,12 @@ def _efa_per_pod(it: InstanceType, efa: bool, pods: int) -> int:
 
 def _split(it: InstanceType, alloc: Allocatable, reserve: DaemonSetReserve, pods: int) -> tuple[int, int]:
     """Per-pod CPU (floored to 10m) and memory (floored to 1Mi) so the sum never exceeds allocatable."""
-    free_cpu_m = alloc.cpu_m - reserve.cpu_m
-    free_memory_mi = alloc.memory_mi - reserve.memory_mi
+    reserve_cpu_m, reserve_memory_mi = reserve.on(alloc)
+    free_cpu_m = alloc.cpu_m - reserve_cpu_m
+    free_memory_mi = alloc.memory_mi - reserve_memory_mi
     if free_cpu_m <= 0 or free_memory_mi <= 0:
         raise SizingError(
-            f"DaemonSet reserve ({reserve.cpu_m}m CPU, {reserve.memory_mi}Mi) leaves nothing for slurmd on "
+            f"DaemonSet reserve ({reserve_cpu_m}m CPU, {reserve_memory_mi}Mi) leaves nothing for slurmd on "
             f"{it.instance_type} (allocatable {alloc.cpu_m}m CPU, {alloc.memory_mi}Mi)"
         )
     cpu_m = free_cpu_m // pods // CPU_GRANULARITY_M * CPU_GRANULARITY_M
@@ -280,7 +296,9 @@ def slurm_real_memory_mb(shape: PodShape) -> int:
 def slurm_node_conf(it: InstanceType, shape: PodShape) -> dict[str, str]:
     """Slurm's view of one slurmd pod, as ordered slurm.conf node keys (CPUs, RealMemory, Gres).
 
-    - CPUs: whole CPUs of the pod limit, so Slurm never promises a core the cgroup cannot give.
+    - CPUs: only when a node is split between pods (whole CPUs of the pod's request), so each
+      slurmd offers its share; a whole-node slurmd reports the CPUs it detects (a `CPUs=` without
+      the socket/core layout risks a registration mismatch).
     - RealMemory: in Slurm "MB" (MiB), slightly below the container limit (see slurm_real_memory_mb).
     - Gres: ``gpu:<model>:<n>`` for NVIDIA only. Neuron gets no Gres on purpose: the reference only
       documents GPU GRES (GresTypes=gpu, AutoDetect=nvidia/nvml); Slurm cannot auto-detect Neuron
@@ -288,7 +306,8 @@ def slurm_node_conf(it: InstanceType, shape: PodShape) -> dict[str, str]:
       schedule devices it cannot bind. Device isolation for Neuron stays with Kubernetes (the pod
       only sees the aws.amazon.com/neuron devices it was given).
     """
-    conf = {"CPUs": str(shape.cpu_m // 1000), "RealMemory": str(slurm_real_memory_mb(shape))}
+    conf = {"CPUs": str(shape.cpu_m // 1000)} if shape.pods_per_node > 1 else {}
+    conf["RealMemory"] = str(slurm_real_memory_mb(shape))
     if it.is_nvidia and shape.accelerators:
         model = f"{it.accelerator_model}:" if it.accelerator_model else ""
         conf["Gres"] = f"gpu:{model}{shape.accelerators}"

@@ -20,8 +20,11 @@ API = "keda.sh/v1alpha1"
 
 
 def partitions_of(spec: ClusterSpec, nodeset: str) -> list[str]:
-    """Partitions whose jobs can run on this nodeset (their pending demand can scale it)."""
-    return [p.name for p in spec.partitions if nodeset in p.nodesets]
+    """Partitions whose pending demand scales this nodeset: its own partitions (no other nodeset) when
+    it has any, since jobs queued in a shared partition may be waiting for another nodeset's nodes;
+    else every partition it belongs to."""
+    own = [p.name for p in spec.partitions if p.nodesets == (nodeset,)]
+    return own or [p.name for p in spec.partitions if nodeset in p.nodesets]
 
 
 def demand_query(spec: ClusterSpec, ns: NodeSetSpec) -> str:

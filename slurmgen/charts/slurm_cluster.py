@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from constructs import Construct
 
 from .. import naming
+from ..catalog.sizing import slurm_real_memory_mb
 from ..plan import DO_NOT_DISRUPT, NodeSetPlan
 from ..spec import ClusterSpec, Partition
 from ._objects import KEEP, SYNC_OPTIONS, emit, wave
@@ -161,7 +162,7 @@ class SlurmClusterChart(UnitChart):
 
     def _nodeset(self, plan: NodeSetPlan) -> None:
         ns = plan.nodeset
-        volumes, mounts = pod_volumes(self.spec, gpu=plan.instance.is_nvidia)
+        volumes, mounts = pod_volumes(self.spec, gpu=plan.instance.is_nvidia, memory_mi=plan.shape.memory_mi)
         slurmd: dict[str, Any] = {
             "image": ns.image,
             "resources": {"requests": plan.shape.requests(), "limits": plan.shape.limits()},
@@ -200,7 +201,7 @@ class SlurmClusterChart(UnitChart):
             body["oversubscribeNode"] = True
         own = own_partition(self.spec.partitions, ns.name)
         if own is not None:
-            body["partition"] = {"enabled": True, "config": " ".join(own.config_tokens())}
+            body["partition"] = {"enabled": True, "config": " ".join(own.config_tokens(default_memory(own, self.plans)))}
         self._cr("NodeSet", naming.nodeset_cr(ns.name), WAVE_WORKERS, body)
 
 
@@ -210,6 +211,19 @@ def own_partition(partitions: tuple[Partition, ...], nodeset: str) -> Partition 
         if part.name == nodeset and part.nodesets == (nodeset,) and not part.all_nodesets:
             return part
     return None
+
+
+def default_memory(part: Partition, plans: Mapping[str, NodeSetPlan]) -> tuple[str, ...]:
+    """DefMemPerGPU (GPU partitions) or DefMemPerCPU: without one, a job that gives no --mem gets the
+    whole node's memory and one single-GPU job would block an 8-GPU node."""
+    members = [plans[name] for name in part.nodesets if name in plans]
+    if not members:
+        return ()
+    real = {p.nodeset.name: slurm_real_memory_mb(p.shape) for p in members}
+    if all(p.instance.is_nvidia and p.shape.accelerators for p in members):
+        return (f"DefMemPerGPU={min(real[p.nodeset.name] // p.shape.accelerators for p in members)}",)
+    cpus = {p.nodeset.name: (p.shape.cpu_m // 1000 if p.shape.pods_per_node > 1 else p.instance.vcpu) for p in members}
+    return (f"DefMemPerCPU={min(real[n] // max(cpus[n], 1) for n in real)}",)
 
 
 def controller_extra_conf(spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -> str:
@@ -242,6 +256,7 @@ def controller_extra_conf(spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -
         if own_partition(spec.partitions, part.name) is part:
             continue  # declared by its NodeSet
         nodes = "ALL" if part.all_nodesets else ",".join(part.nodesets)
-        lines.append(" ".join([f"PartitionName={part.name}", f"Nodes={nodes}", *part.config_tokens()]))
+        tokens = part.config_tokens(default_memory(part, plans))
+        lines.append(" ".join([f"PartitionName={part.name}", f"Nodes={nodes}", *tokens]))
     lines += list(spec.controller_extra_conf)
     return "".join(f"{line}\n" for line in lines)

@@ -8,6 +8,7 @@ with the claim), and `flock` so POSIX locks work across nodes.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from constructs import Construct
@@ -86,7 +87,20 @@ class StorageChart(UnitChart):
              namespace=self.spec.namespace, annotations=_keep(1), body={"spec": spec})
 
 
-def pod_volumes(spec: ClusterSpec, *, gpu: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def shm_size(spec: ClusterSpec, memory_mi: int | None) -> str:
+    """The /dev/shm size limit, at most half the pod's memory: a memory-backed volume counts against
+    the pod's memory, and going past its size limit evicts the pod (and every job on it)."""
+    wanted = spec.storage.shm_size_limit
+    if memory_mi is None:
+        return wanted
+    number = int(re.match(r"^[0-9]+", wanted).group(0))  # type: ignore[union-attr]
+    unit = wanted[len(str(number)):]
+    wanted_mi = number * {"Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}.get(unit, 1)
+    return wanted if wanted_mi <= memory_mi // 2 else f"{memory_mi // 2}Mi"
+
+
+def pod_volumes(spec: ClusterSpec, *, gpu: bool, memory_mi: int | None = None
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(template.spec.volumes, container volumeMounts) for a pod that mounts the shared storage.
 
     GPU pods also get a memory-backed /dev/shm: NCCL needs far more than the runtime's 64 MiB.
@@ -98,6 +112,6 @@ def pod_volumes(spec: ClusterSpec, *, gpu: bool) -> tuple[list[dict[str, Any]], 
         volumes.append({"name": VOLUME, "persistentVolumeClaim": {"claimName": fsx.claim_name}})
         mounts.append({"name": VOLUME, "mountPath": fsx.mount_path})
     if gpu and spec.storage.shm_enabled:
-        volumes.append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": spec.storage.shm_size_limit}})
+        volumes.append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(spec, memory_mi)}})
         mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
     return volumes, mounts

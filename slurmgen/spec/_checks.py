@@ -209,10 +209,14 @@ def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
     policy = spec.get("policy")
     qos_names = {q["name"] for q in (policy or {}).get("qos", [])}
     for index, part in enumerate(spec["partitions"]):
-        for key, names in (("qos", [part["qos"]] if "qos" in part else []), ("allowQos", part.get("allowQos", []))):
-            for name in names:
-                if name not in qos_names:
-                    yield f"partitions[{index}].{key}", f"no QoS named {name!r} in policy.qos"
+        if "qos" in part:
+            yield (f"partitions[{index}].qos",
+                   "slurmctld refuses to start with a partition QOS= that slurmdbd does not know yet, and the "
+                   "policy Job creates QoS only after slurmctld runs; use allowQos, or add QOS via extraConfig "
+                   "once the QoS exists")
+        for name in part.get("allowQos", []):
+            if name not in qos_names:
+                yield f"partitions[{index}].allowQos", f"no QoS named {name!r} in policy.qos"
     if policy is None:
         return
     if not spec["accounting"]["enabled"]:

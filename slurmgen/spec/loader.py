@@ -146,7 +146,6 @@ def _partitions(raw: list[dict[str, Any]], nodesets: list[str]) -> Iterator[Part
             priority_tier=part["priorityTier"],
             extra_config=tuple((k, str(v)) for k, v in part["extraConfig"].items()),
             all_nodesets=every,
-            qos=part.get("qos"),
             allow_qos=tuple(part.get("allowQos", ())),
         )
 
@@ -250,6 +249,7 @@ def _compute(d: dict[str, Any]) -> Compute:
         consolidate_after=c["consolidateAfter"], expire_after=c["expireAfter"],
         termination_grace_period=c.get("terminationGracePeriod"), disruption_budget=c["disruptionBudget"],
         reserve_cpu_m=c["daemonSetReserve"]["cpuMillicores"], reserve_memory_mi=c["daemonSetReserve"]["memoryMiB"],
+        reserve_percent=c["daemonSetReserve"]["percent"],
         nvidia_device_plugin=c["devicePlugins"]["nvidia"], efa_device_plugin=c["devicePlugins"]["efa"],
     )
 
@@ -322,6 +322,6 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
             "storage_class_name": d["monitoring"]["kubePrometheusStack"]["storageClassName"],
             "storage_size": d["monitoring"]["kubePrometheusStack"]["storageSize"]}),
         metrics=Metrics(enabled=d["metrics"]["enabled"],
-                        service_monitor=ServiceMonitor(enabled=sm["enabled"], labels=pairs(sm["labels"]),
+                        service_monitor=ServiceMonitor(enabled=sm.get("enabled", d["monitoring"]["kubePrometheusStack"]["enabled"]), labels=pairs(sm["labels"]),
                                                        interval=sm["interval"], scrape_timeout=sm["scrapeTimeout"])),
     )

@@ -131,19 +131,18 @@ class Partition:
     priority_tier: int
     extra_config: Pairs = ()
     all_nodesets: bool = False  # written as Nodes=ALL
-    qos: str | None = None
     allow_qos: tuple[str, ...] = ()
 
-    def config_tokens(self) -> list[str]:
-        """Partition parameters after Nodes=, in a fixed order."""
+    def config_tokens(self, derived: tuple[str, ...] = ()) -> list[str]:
+        """Partition parameters after Nodes=, in a fixed order; `derived` come from the generator."""
         tokens = ["State=UP"] if "State" not in dict(self.extra_config) else []
         if self.default:
             tokens.append("Default=YES")
         tokens += [f"MaxTime={self.max_time}", f"PriorityTier={self.priority_tier}"]
-        if self.qos:
-            tokens.append(f"QOS={self.qos}")
         if self.allow_qos:
             tokens.append(f"AllowQos={','.join(self.allow_qos)}")
+        own = dict(self.extra_config)
+        tokens += [t for t in derived if t.split("=", 1)[0] not in own]
         tokens += [f"{k}={v}" for k, v in self.extra_config]
         return tokens
 
@@ -205,6 +204,7 @@ class Compute:
     disruption_budget: str
     reserve_cpu_m: int
     reserve_memory_mi: int
+    reserve_percent: int
     nvidia_device_plugin: bool
     efa_device_plugin: bool
 

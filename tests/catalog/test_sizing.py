@@ -90,12 +90,13 @@ def test_arm64_pays_64_mib_extra_vm_overhead() -> None:
 def test_whole_node_gpu_pod_gets_every_device_and_all_but_the_reserve() -> None:
     # given p5.48xlarge sized as one slurmd per node with EFA
     shape = pod_resources(CATALOG["p5.48xlarge"], gpus_per_pod=None, efa=True, reserve=DEFAULT_RESERVE)
-    # then the pod holds all 8 GPUs, all 32 EFA, and allocatable minus the reserve
-    assert shape == PodShape("p5.48xlarge", 1, 191450 - 190, 1938410 - 640, 8, "nvidia.com/gpu", 32)
-    expected = {"cpu": "191260m", "memory": "1937770Mi", "nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
+    # then the pod holds all 8 GPUs, all 32 EFA, and allocatable minus the reserve: on a big node the
+    # 1 % share beats the fixed floor (1915m of 191450m CPU, 19385Mi of 1938410Mi), CPU floored to 10m
+    assert shape == PodShape("p5.48xlarge", 1, 189530, 1938410 - 19385, 8, "nvidia.com/gpu", 32)
+    expected = {"cpu": "189530m", "memory": "1919025Mi", "nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
     assert shape.requests() == expected
-    # and limits equal requests (Guaranteed QoS)
-    assert shape.limits() == shape.requests()
+    # and limits cover the extended resources only (no CPU/memory limit: Slinky 1.2.1, slurm-operator#261)
+    assert shape.limits() == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
 
 
 def test_gpus_per_pod_equal_to_device_count_is_the_whole_node() -> None:
@@ -111,10 +112,10 @@ def test_partial_node_splits_gpus_efa_cpu_and_memory_evenly() -> None:
     shape = pod_resources(CATALOG["p5.48xlarge"], gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
     # then two pods share the node with 4 GPUs and 16 EFA each, CPU floored to 10m
     assert (shape.pods_per_node, shape.accelerators, shape.efa) == (2, 4, 16)
-    assert (shape.cpu_m, shape.memory_mi) == (95630, 968885)
+    assert (shape.cpu_m, shape.memory_mi) == ((191450 - 1915) // 2 // 10 * 10, (1938410 - 19385) // 2)
     assert shape.requests() == {
-        "cpu": "95630m",
-        "memory": "968885Mi",
+        "cpu": "94760m",
+        "memory": "959512Mi",
         "nvidia.com/gpu": "4",
         "vpc.amazonaws.com/efa": "16",
     }
@@ -144,15 +145,22 @@ def test_cpu_only_type_is_whole_node_unless_pods_per_node_is_given() -> None:
     assert whole.pods_per_node == 1 and set(whole.requests()) == {"cpu", "memory"}
     # when split in four, then each pod gets a floored quarter
     split = pod_resources(it, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE, pods_per_node=4)
-    assert (split.pods_per_node, split.cpu_m, split.memory_mi) == (4, 7910, 29418)
+    alloc = allocatable(it)
+    reserve_cpu, reserve_mem = DEFAULT_RESERVE.on(alloc)
+    assert (split.pods_per_node, split.cpu_m, split.memory_mi) == (
+        4, (alloc.cpu_m - reserve_cpu) // 4 // 10 * 10, (alloc.memory_mi - reserve_mem) // 4)
 
 
 def test_custom_reserve_is_subtracted() -> None:
     # given a bigger reserve (e.g. dcgm-exporter added)
-    reserve = DaemonSetReserve(cpu_m=500, memory_mi=1024)
+    reserve = DaemonSetReserve(cpu_m=500, memory_mi=1024, percent=0)
     # when sizing, then exactly that much more is left out
     shape = pod_resources(CATALOG["g5.12xlarge"], gpus_per_pod=None, efa=False, reserve=reserve)
     assert (shape.cpu_m, shape.memory_mi) == (47810 - 500, 173400 - 1024)
+    # and the percentage wins on a node where it is larger than the fixed amounts
+    share = pod_resources(CATALOG["g5.12xlarge"], gpus_per_pod=None, efa=False,
+                          reserve=DaemonSetReserve(cpu_m=100, memory_mi=100, percent=2))
+    assert (share.cpu_m, share.memory_mi) == ((47810 - 957) // 10 * 10, 173400 - 3468)
 
 
 def test_slurm_node_conf_for_nvidia_gpus() -> None:
@@ -160,10 +168,11 @@ def test_slurm_node_conf_for_nvidia_gpus() -> None:
     it = CATALOG["p5.48xlarge"]
     whole = pod_resources(it, gpus_per_pod=None, efa=True, reserve=DEFAULT_RESERVE)
     half = pod_resources(it, gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
-    # then CPUs are whole CPUs of the limit, RealMemory is 4 GiB (capped 1%) under the limit, Gres names the model
-    assert slurm_node_conf(it, whole) == {"CPUs": "191", "RealMemory": str(1937770 - 4096), "Gres": "gpu:h100:8"}
+    # then a whole node reports its own CPUs, a split node offers whole CPUs of its request; RealMemory is
+    # 4 GiB (capped 1%) under the memory request; Gres names the model
+    assert slurm_node_conf(it, whole) == {"RealMemory": str(1919025 - 4096), "Gres": "gpu:h100:8"}
     assert list(slurm_node_conf(it, half)) == ["CPUs", "RealMemory", "Gres"]
-    assert format_node_conf(slurm_node_conf(it, half)) == f"CPUs=95 RealMemory={968885 - 4096} Gres=gpu:h100:4"
+    assert format_node_conf(slurm_node_conf(it, half)) == f"CPUs=94 RealMemory={959512 - 4096} Gres=gpu:h100:4"
 
 
 def test_slurm_node_conf_small_cpu_and_neuron_types() -> None:
@@ -172,11 +181,12 @@ def test_slurm_node_conf_small_cpu_and_neuron_types() -> None:
     m6i_shape = pod_resources(m6i, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE)
     inf2_shape = pod_resources(inf2, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE)
     # then the small type keeps the 256 MiB minimum headroom and neither gets a Gres
-    assert slurm_node_conf(m6i, m6i_shape) == {"CPUs": "1", "RealMemory": str(6263 - 256)}
+    assert slurm_node_conf(m6i, m6i_shape) == {"RealMemory": str(m6i_shape.memory_mi - 256)}
     inf2_conf = slurm_node_conf(inf2, inf2_shape)
     assert "Gres" not in inf2_conf
     # and the 1% headroom applies between the bounds
-    assert inf2_conf["RealMemory"] == str(354622 - 3547)
+    headroom = -(-inf2_shape.memory_mi // 100)
+    assert inf2_conf["RealMemory"] == str(inf2_shape.memory_mi - headroom)
 
 
 @pytest.mark.parametrize(
@@ -278,11 +288,13 @@ def test_every_type_fits_and_meets_the_utilisation_goal(name: str) -> None:
                 assert "fewer than one per pod" in str(err)  # only EFA may make a split impossible
                 continue
             n = shape.pods_per_node
-            assert n * shape.cpu_m + DEFAULT_RESERVE.cpu_m <= alloc.cpu_m
-            assert n * shape.memory_mi + DEFAULT_RESERVE.memory_mi <= alloc.memory_mi
+            reserve_cpu, reserve_mem = DEFAULT_RESERVE.on(alloc)
+            assert n * shape.cpu_m + reserve_cpu <= alloc.cpu_m
+            assert n * shape.memory_mi + reserve_mem <= alloc.memory_mi
             assert n * shape.accelerators == alloc.accelerators
             assert n * shape.efa <= alloc.efa
-            assert shape.cpu_m % 10 == 0 and shape.limits() == shape.requests()
+            assert shape.cpu_m % 10 == 0
+            assert shape.limits() == {k: v for k, v in shape.requests().items() if k not in ("cpu", "memory")}
 
 
 def test_shapes_are_frozen() -> None:

@@ -4,8 +4,9 @@ Karpenter picks an instance by comparing pod requests with its *pre-launch estim
 node's allocatable (AL2023, default kubelet). If the slurmd pod asks for more than that, Karpenter
 never launches the type; if it asks for much less, GPUs sit next to idle CPU and memory. So the
 slurmd pod is sized from the very same formula (reference argocd-karpenter-fsx-nlb.md §2.6),
-minus a reserve for the DaemonSets that share the node, with requests == limits so the pod is
-Guaranteed QoS and Slurm's cgroup view matches what the kubelet enforces.
+minus a reserve for the DaemonSets that share the node. Accelerators and EFA carry equal limits;
+CPU and memory are requests only (see PodShape.limits), and Slurm is kept inside the memory
+request by RealMemory (slurm_node_conf).
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ class DaemonSetReserve:
       reserve only costs scheduling headroom, never CPUs Slurm can use. Confirm with
       `kubectl describe node` on a first node and raise it (compute.daemonSetReserve) if needed.
     - Memory covers what those agents actually *use* (~300-400 Mi working set together), not just
-      their requests (~20 Mi): a Guaranteed slurmd pod sized to the last MiB would otherwise push the
-      node into memory pressure and get BestEffort agents evicted.
+      their requests (~20 Mi): slurmd's jobs, held to RealMemory, would otherwise push the node into
+      memory pressure and get the agents evicted.
     - 190m is also the largest 10m step that keeps slurmd >= 90% of allocatable CPU on 2-vCPU types
       (m6i.large: 1930m allocatable). Raise it if you add DaemonSets (e.g. dcgm-exporter ~ 500 Mi)
       and accept the lower ratio on the smallest types, or set explicit requests on the DaemonSets so

@@ -7,33 +7,14 @@ fails synth here rather than leaving slurmd Pending on a real cluster.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterator, Mapping
 
 from .catalog.catalog import InstanceType
 from .catalog.sizing import DaemonSetReserve, allocatable
 from .plan import INSTANCE_TYPE_LABEL, NODEPOOL_LABEL
+from .quantity import cpu_millis, memory_mib
 
 Obj = dict[str, Any]
-
-_CPU = re.compile(r"^([0-9]+)(m?)$")
-_MEM = re.compile(r"^([0-9]+)(Ki|Mi|Gi|Ti)?$")
-_MEM_FACTOR = {None: 1 / (1024 * 1024), "Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
-
-
-def cpu_millis(quantity: str) -> int:
-    match = _CPU.match(str(quantity))
-    if not match:
-        raise ValueError(f"unsupported CPU quantity {quantity!r}")
-    return int(match.group(1)) * (1 if match.group(2) else 1000)
-
-
-def memory_mib(quantity: str) -> float:
-    match = _MEM.match(str(quantity))
-    if not match:
-        raise ValueError(f"unsupported memory quantity {quantity!r}")
-    return int(match.group(1)) * _MEM_FACTOR[match.group(2)]
-
 
 def _selector_satisfied(key: str, value: str, pool: Obj) -> bool:
     """Karpenter gives a node of `pool` label key=value for sure (a label, a single-valued In, its own name)."""

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from .plan import NodeSetPlan
 from .spec import ClusterSpec
 
 Obj = dict[str, Any]
+
+
+def images(obj: Any) -> Iterator[str]:
+    """Every `image:` value anywhere in an object (containers, Slinky wrappers, init containers)."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key == "image" and isinstance(value, str):
+                yield value
+            else:
+                yield from images(value)
+    elif isinstance(obj, list):
+        for item in obj:
+            yield from images(item)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 
 from .catalog.catalog import InstanceType, load_catalog
 from .guards import IMMUTABLE, STATEFUL, _MISSING, field
+from .rendered import images
 
 Obj = dict[str, Any]
 Tree = Mapping[str, Obj]  # relative path -> object, for one cluster
@@ -117,18 +118,13 @@ def _label(obj: Obj) -> str:
     return f"{obj['kind']} {where}"
 
 
-def _images(obj: Any, found: dict[str, str] | None = None) -> dict[str, str]:
-    found = {} if found is None else found
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            if key == "image" and isinstance(value, str):
-                repo, _, tag = value.rpartition(":") if "@" not in value else (value.split("@")[0], "", value.split("@")[1])
-                found[repo or value] = tag or value
-            else:
-                _images(value, found)
-    elif isinstance(obj, list):
-        for item in obj:
-            _images(item, found)
+def _image_tags(tree: Tree) -> dict[str, str]:
+    """repository -> tag (or digest) of every image in a tree."""
+    found: dict[str, str] = {}
+    for obj in tree.values():
+        for value in images(obj):
+            repo, sep, tag = value.partition("@") if "@" in value else value.rpartition(":")
+            found[repo or value] = tag or value
     return found
 
 
@@ -180,12 +176,7 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
             if a != b:
                 notes.append(f"version: {label} AMI {a[0].get('alias') if a else '-'} → "
                              f"{b[0].get('alias') if b else '-'} (nodes drift and are replaced once empty)")
-    old_images: dict[str, str] = {}
-    new_images: dict[str, str] = {}
-    for o in old.values():
-        _images(o, old_images)
-    for o in new.values():
-        _images(o, new_images)
+    old_images, new_images = _image_tags(old), _image_tags(new)
     for repo in sorted(set(old_images) & set(new_images)):
         if old_images[repo] != new_images[repo]:
             notes.append(f"version: image {repo} {old_images[repo]} → {new_images[repo]}")

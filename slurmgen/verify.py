@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from .rendered import RenderedCluster
+from .rendered import RenderedCluster, images
 from .catalog.catalog import load_catalog
 from .consistency import check_placement
 from .plan import reserve_of
@@ -57,24 +57,12 @@ def schema_problems(cluster: RenderedCluster, crd_dir: Path | None) -> Iterator[
             yield f"{cluster.spec.name}/{rel}: {problem}"
 
 
-def _images(obj: Any) -> Iterator[str]:
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            if key == "image" and isinstance(value, str):
-                yield value
-            else:
-                yield from _images(value)
-    elif isinstance(obj, list):
-        for item in obj:
-            yield from _images(item)
-
-
 def policy_problems(cluster: RenderedCluster) -> Iterator[str]:
     for rel, obj in cluster.files.items():
         where = f"{cluster.spec.name}/{rel}"
         if obj.get("kind") == "Secret" and (obj.get("data") or obj.get("stringData")):
             yield f"{where}: a Secret with data would put a secret value in git; reference it instead"
-        for image in _images(obj):
+        for image in images(obj):
             name = image.split("@")[0]
             tag = name.rsplit(":", 1)[1] if ":" in name.rsplit("/", 1)[-1] else None
             if "@sha256:" not in image and (tag is None or tag == "latest"):

@@ -6,7 +6,8 @@ import copy
 
 from slurmgen.catalog.catalog import load_catalog
 from slurmgen.catalog.sizing import DaemonSetReserve
-from slurmgen.consistency import check_placement, cpu_millis, memory_mib
+from slurmgen.consistency import check_placement
+from slurmgen.quantity import cpu_millis, memory_mib
 
 RESERVE = DaemonSetReserve()
 
@@ -62,4 +63,4 @@ def test_request_above_allocatable_is_caught(example):
 
 def test_quantities():
     assert cpu_millis("2") == 2000 and cpu_millis("250m") == 250
-    assert memory_mib("1Gi") == 1024 and memory_mib("512Mi") == 512
+    assert memory_mib("1Gi") == 1024 and memory_mib("512Mi") == 512 and memory_mib("4.5Gi") == 4608

@@ -8,12 +8,12 @@ with the claim), and `flock` so POSIX locks work across nodes.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from constructs import Construct
 
 from ..apps import waves
+from ..quantity import memory_mib
 from ..spec import ClusterSpec
 from ._objects import KEEP, SYNC_OPTIONS, emit, wave
 from .unit import SyncSettings, UnitChart
@@ -93,10 +93,7 @@ def shm_size(spec: ClusterSpec, memory_mi: int | None) -> str:
     wanted = spec.storage.shm_size_limit
     if memory_mi is None:
         return wanted
-    number = int(re.match(r"^[0-9]+", wanted).group(0))  # type: ignore[union-attr]
-    unit = wanted[len(str(number)):]
-    wanted_mi = number * {"Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}.get(unit, 1)
-    return wanted if wanted_mi <= memory_mi // 2 else f"{memory_mi // 2}Mi"
+    return wanted if memory_mib(wanted) <= memory_mi // 2 else f"{memory_mi // 2}Mi"
 
 
 def pod_volumes(spec: ClusterSpec, *, gpu: bool, memory_mi: int | None = None

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Iterator
 
+from ..quantity import memory_mib
+
 Finding = tuple[str, str]
 Rule = Callable[[dict[str, Any]], Iterator[Finding]]
 
@@ -166,7 +168,7 @@ def database_mode(spec: dict[str, Any]) -> Iterator[Finding]:
     if db["mode"] == "in-cluster" and "host" in db:
         yield "accounting.database.host", "the in-cluster database is always 'mariadb'; remove host or set mode: external"
     ic = db["inCluster"]
-    if db["mode"] == "in-cluster" and _mebibytes(ic["memory"]) <= ic["bufferPoolSizeMiB"]:
+    if db["mode"] == "in-cluster" and memory_mib(ic["memory"]) <= ic["bufferPoolSizeMiB"]:
         yield ("accounting.database.inCluster.memory",
                f"{ic['memory']} does not exceed the {ic['bufferPoolSizeMiB']} MiB InnoDB buffer pool; MariaDB would be OOM-killed")
 
@@ -264,15 +266,6 @@ def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
             for name in names:
                 if name not in accounts:
                     yield f"policy.users[{index}].{key}", f"no account named {name!r} in policy.accounts"
-
-
-_UNITS = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024, "k": 1e3 / 2**20, "M": 1e6 / 2**20, "G": 1e9 / 2**20,
-          "T": 1e12 / 2**20, "": 1 / 2**20}
-
-
-def _mebibytes(quantity: str) -> float:
-    number = quantity.rstrip("KMGTPik")
-    return float(number) * _UNITS.get(quantity[len(number):], 0)
 
 
 RULES: tuple[Rule, ...] = (

@@ -68,16 +68,27 @@ def index(objs: Iterable[Obj]) -> dict[tuple[str, str, str | None, str], Obj]:
     return {identity(o): o for o in objs}
 
 
+def parse_object(text: str) -> Obj | None:
+    """A rendered file's object, or None when the file holds something else."""
+    doc = yaml.load(text, Loader=_LOADER)  # noqa: S506 - libyaml's safe loader
+    return doc if isinstance(doc, dict) and "kind" in doc and "metadata" in doc else None
+
+
+def read_tree(root: Path) -> dict[str, Obj]:
+    """Every object of a previously written tree, by relative path (empty when there is none)."""
+    if not root.is_dir():
+        return {}
+    out: dict[str, Obj] = {}
+    for path in sorted(root.rglob("*.yaml")):
+        obj = parse_object(path.read_text(encoding="utf-8"))
+        if obj is not None:
+            out[path.relative_to(root).as_posix()] = obj
+    return out
+
+
 def read_objects(root: Path) -> list[Obj]:
     """Every object of a previously written tree (empty when there is none)."""
-    if not root.is_dir():
-        return []
-    out = []
-    for path in sorted(root.rglob("*.yaml")):
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)  # noqa: S506 - safe loader
-        if isinstance(doc, dict) and "kind" in doc and "metadata" in doc:
-            out.append(doc)
-    return out
+    return list(read_tree(root).values())
 
 
 def field(obj: Obj, path: tuple[str, ...]) -> Any:

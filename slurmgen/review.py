@@ -8,9 +8,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from .guards import _LOADER
+from .guards import parse_object, read_tree
 
 Trees = dict[str, dict[str, dict[str, Any]]]
 
@@ -23,18 +21,18 @@ def _add(trees: Trees, rel: str, text: str) -> None:
     cluster, _, path = rel.partition("/")
     if not path.endswith(".yaml") or "/" not in path:
         return
-    doc = yaml.load(text, Loader=_LOADER)  # noqa: S506 - libyaml safe loader
-    if isinstance(doc, dict) and "kind" in doc:
-        trees.setdefault(cluster, {})[path] = doc
+    obj = parse_object(text)
+    if obj is not None:
+        trees.setdefault(cluster, {})[path] = obj
 
 
 def trees_from_dir(root: Path) -> Trees:
     """{cluster: {unit/file.yaml: object}} of an output folder (empty when it does not exist)."""
-    trees: Trees = {}
-    if root.is_dir():
-        for path in sorted(root.rglob("*.yaml")):
-            _add(trees, path.relative_to(root).as_posix(), path.read_text(encoding="utf-8"))
-    return trees
+    if not root.is_dir():
+        return {}
+    trees = {folder.name: {rel: obj for rel, obj in read_tree(folder).items() if "/" in rel}
+             for folder in sorted(p for p in root.iterdir() if p.is_dir())}
+    return {name: tree for name, tree in trees.items() if tree}
 
 
 def trees_from_git(ref: str, out: Path) -> Trees:

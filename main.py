@@ -1,9 +1,15 @@
 #!/usr/bin/env python3
-"""Entry point of the generator (`make synth`, `cdk8s synth`): see slurmgen/cli.py."""
+"""Entry point of the generator (`make synth`, `cdk8s synth`, `python main.py`): see slurmgen/cli.py.
+
+Any Python 3 will do: without the pinned packages it hands over to `.venv/bin/python` (slurmgen/_venv.py).
+"""
 
 import sys
 
-from slurmgen.cli import main
+from slurmgen._venv import handoff
 
 if __name__ == "__main__":
+    handoff()
+    from slurmgen.cli import main
+
     sys.exit(main())

@@ -45,7 +45,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     out = args.out or Path(os.environ.get("CDK8S_OUTDIR") or REPO / "dist")
-    spec_paths = args.spec or cluster_files(REPO / "clusters")
+    folder = REPO / "clusters"
+    spec_paths = args.spec or cluster_files(folder)
+    if not spec_paths:
+        # Exit 2, not 0: with no spec every dist/<cluster> would silently become an orphan.
+        print(f"{folder}: no cluster spec (a *.yaml whose name does not start with '_'): "
+              f"add {folder.name}/<name>.yaml or pass --spec FILE", file=sys.stderr)
+        return 2
 
     # Imported here so `--help` and argument errors stay instant (cdk8s starts a Node.js process).
     from .pipeline import InputError, run
@@ -66,11 +72,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     full = not args.spec  # every spec rendered: a cluster folder without a spec is stale
     orphans = result.orphans(out) if full else []
     if args.check:
-        drift = result.compare(out) + [f"orphaned: {out / name} (no clusters/{name}.yaml)" for name in orphans]
-        for line in drift:
+        drift = result.compare(out)
+        for line in drift + [_orphan_line(out, name) for name in orphans]:
             print(line)
         if drift:
             print(f"dist is stale: run `make synth` and commit {out}", file=sys.stderr)
+        if orphans:
+            # synth never deletes a cluster folder, so `make synth` cannot clear this drift.
+            print(f"{len(orphans)} orphaned cluster folder(s) in {out}: no spec renders them and synth never removes "
+                  "them; delete each by hand once its Argo CD root Application is gone "
+                  "(it may hold stateful objects; see README, 'Guarantees')", file=sys.stderr)
+        if drift or orphans:
             return 1
         print(f"{out}: up to date ({result.object_count} objects in {len(result.clusters)} cluster(s))")
     else:
@@ -78,12 +90,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             result.write(out)
         print(f"wrote {result.object_count} objects for {len(result.clusters)} cluster(s) into {out}")
         for name in orphans:
-            print(f"warning: {out / name} has no clusters/{name}.yaml; delete it by hand once its Argo CD root "
-                  "Application is gone (it holds stateful objects)", file=sys.stderr)
+            print(f"warning: {_orphan_line(out, name)}", file=sys.stderr)
     if args.timings:
         for line in result.timing_lines():
             print(line, file=sys.stderr)
     return 0
+
+
+def _orphan_line(out: Path, name: str) -> str:
+    """The advice for a cluster folder whose spec is gone: by hand, because synth never deletes one."""
+    return (f"orphaned: {out / name}: no spec renders it (no clusters/{name}.yaml); delete the folder by hand "
+            "once its Argo CD root Application is gone (it may hold stateful objects; see README)")
 
 
 def _summary(result: object, out: Path, ref: str | None, base_dir: Path | None, *, subset: bool) -> int:

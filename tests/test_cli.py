@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 
+from pathlib import Path
+
+from slurmgen import cli
 from slurmgen.cli import main
 from slurmgen.output import read_tree
 from tests.conftest import EXAMPLES, REPO
 
 
 def test_render_twice_gives_identical_bytes_whatever_the_spec_order(tmp_path):
+    # GIVEN the examples rendered here, and in reverse order by another process with another hash seed
     a, b = tmp_path / "a", tmp_path / "b"
     assert main([*sum((["--spec", str(p)] for p in EXAMPLES), []), "--out", str(a)]) == 0
-    assert main([*sum((["--spec", str(p)] for p in reversed(EXAMPLES)), []), "--out", str(b)]) == 0
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    run = subprocess.run([sys.executable, "-O", str(REPO / "main.py"),
+                          *sum((["--spec", str(p)] for p in reversed(EXAMPLES)), []), "--out", str(b)],
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    # THEN both trees are the same bytes, and the committed dist/
     assert read_tree(a) == read_tree(b)
     assert read_tree(a) == read_tree(REPO / "dist")
 
@@ -53,7 +63,54 @@ def test_cdk8s_outdir_is_honoured_and_no_traceback_on_bad_input(tmp_path):
     assert "Traceback" not in run.stderr and run.stderr.count("\n") == 1
 
 
-def test_no_spec_files_is_an_input_error(tmp_path, capsys):
+def test_a_missing_spec_file_is_an_input_error(tmp_path, capsys):
     assert main(["--spec", str(tmp_path / "missing.yaml"), "--out", str(tmp_path)]) == 2
-    assert "cannot read file" in capsys.readouterr().err
-    shutil.rmtree(tmp_path, ignore_errors=True)
+    assert capsys.readouterr().err == f"{tmp_path / 'missing.yaml'}: cannot read file: No such file or directory\n"
+
+
+def fake_repo(tmp_path: Path, monkeypatch, *specs: str) -> Path:
+    """A repository whose clusters/ holds only the named examples (and the shared `_` files)."""
+    (tmp_path / "clusters").mkdir()
+    for name in specs:
+        shutil.copy(REPO / "clusters" / name, tmp_path / "clusters" / name)
+    monkeypatch.setattr(cli, "REPO", tmp_path)
+    return tmp_path
+
+
+def test_an_empty_clusters_folder_is_exit_2_and_leaves_dist_alone(tmp_path, monkeypatch, capsys):
+    # GIVEN a clusters/ folder with only a shared-defaults file, and a dist/ from an earlier render
+    repo = fake_repo(tmp_path, monkeypatch, "_research-fleet.yaml")
+    (repo / "dist" / "old" / "slurm").mkdir(parents=True)
+    (repo / "dist" / "old" / "slurm" / "keep.yaml").write_text("kind: ConfigMap\n")
+    before = read_tree(repo / "dist")
+    for flags in ([], ["--check"]):
+        # WHEN synth or --check runs with no cluster spec
+        rc = main(flags)
+        # THEN exit 2, one line naming the folder and what to do, and dist/ untouched
+        assert rc == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"{repo / 'clusters'}: no cluster spec (a *.yaml whose name does not start with '_'): "
+            "add clusters/<name>.yaml or pass --spec FILE"]
+        assert read_tree(repo / "dist") == before
+
+
+def test_an_orphaned_cluster_folder_is_reported_with_advice_synth_cannot_follow(tmp_path, monkeypatch, capsys):
+    # GIVEN a fresh render of the only spec, and dist/gone/ left by a spec that was deleted
+    repo = fake_repo(tmp_path, monkeypatch, "example.yaml")
+    assert main([]) == 0
+    (repo / "dist" / "gone" / "storage").mkdir(parents=True)
+    (repo / "dist" / "gone" / "storage" / "persistentvolumeclaim-fsx.yaml").write_text("kind: PersistentVolumeClaim\n")
+    capsys.readouterr()
+    # WHEN --check runs
+    assert main(["--check"]) == 1
+    out, err = capsys.readouterr()
+    # THEN it names the folder and says to delete it by hand, never to run `make synth` (which keeps it)
+    advice = (f"orphaned: {repo / 'dist' / 'gone'}: no spec renders it (no clusters/gone.yaml); delete the folder "
+              "by hand once its Argo CD root Application is gone (it may hold stateful objects; see README)")
+    assert out.splitlines() == [advice]
+    assert "make synth" not in err and "delete each by hand" in err
+    # AND synth keeps the folder, warns with the same advice and succeeds
+    assert main([]) == 0
+    assert f"warning: {advice}" in capsys.readouterr().err.splitlines()
+    assert (repo / "dist" / "gone" / "storage" / "persistentvolumeclaim-fsx.yaml").is_file()
+    assert main(["--check"]) == 1

@@ -7,10 +7,11 @@ app that writes the same number of plain ConfigMaps one file each. The ratio of 
 logic's overhead. Peak memory is the largest summed RSS of the process tree (Python + the two Node
 processes jsii starts), sampled every 10 ms.
 
-    python bench/synth_bench.py [--sizes 1,10,50,100,200,400] [--runs 3]
+    python bench/synth_bench.py [--sizes 1,10,50,100,200,400] [--runs 3] [--gate]
 
 Targets: ours within 1.5x of the baseline, 400 nodesets within 4.4x of 100, peak under 400 MB at 400.
-Exit status 1 when a target is missed.
+A missed target is reported (`MISSED: ...`); the exit status is 1 for it only with --gate
+(`make bench-gate`), so `make bench` is a report that succeeds whenever the benchmark ran.
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,10,50,100,200,400")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--gate", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     python = sys.executable
@@ -163,6 +165,19 @@ def main() -> int:
     for r in rows:
         print(f"| {r['nodesets']} | {r['clusters']} | {r['objects']} | {r['ours']:.2f} | {r['validate']:.2f} | "
               f"{r['baseline']:.2f} | {r['ours'] / r['baseline']:.2f} | {r['mem_ours']:.0f} | {r['mem_base']:.0f} |")
+    failures = missed_targets(rows)
+    by_size = {r["nodesets"]: r for r in rows}
+    if 100 in by_size and 400 in by_size:
+        print(f"\ngrowth 400 vs 100 nodesets: {by_size[400]['ours'] / by_size[100]['ours']:.2f}x (target <= 4.4x)")
+    for failure in failures:
+        print(f"MISSED: {failure}")
+    if not failures:
+        print("all targets met")
+    return exit_status(failures, gate=args.gate)
+
+
+def missed_targets(rows: list[dict]) -> list[str]:
+    """One line per missed target; a target needing a size that was not run (100, 400) is not judged."""
     failures = []
     for r in rows:
         if r["ours"] > 1.5 * r["baseline"]:
@@ -170,17 +185,16 @@ def main() -> int:
     by_size = {r["nodesets"]: r for r in rows}
     if 100 in by_size and 400 in by_size:
         growth = by_size[400]["ours"] / by_size[100]["ours"]
-        print(f"\ngrowth 400 vs 100 nodesets: {growth:.2f}x (target <= 4.4x)")
         if growth > 4.4:
             failures.append(f"400 vs 100 nodesets: {growth:.2f}x (target 4.4x)")
     if 400 in by_size and by_size[400]["mem_ours"] >= 400:
         failures.append(f"peak memory at 400 nodesets: {by_size[400]['mem_ours']:.0f} MB (target < 400)")
-    for failure in failures:
-        print(f"MISSED: {failure}")
-    if not failures:
-        print("all targets met")
-    return 1 if failures else 0
+    return failures
 
+
+def exit_status(failures: list[str], *, gate: bool) -> int:
+    """0 for a report (`make bench`); 1 for a missed target only when gating (`make bench-gate`)."""
+    return 1 if gate and failures else 0
 
 if __name__ == "__main__":
     sys.exit(main())

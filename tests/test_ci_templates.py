@@ -1,46 +1,138 @@
-"""The CI workflow and pre-commit hook shipped for a repository of specs: they run what they claim."""
+"""The CI workflow, pre-commit hooks, our own CI and the README's commands: they run what they claim.
+
+Each file is parsed (YAML, shell lines, the Makefile through `make -n`), never searched for a word
+that could sit in a comment.
+"""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 
+import pytest
 import yaml
 
+from slurmgen.cli import _parser
 from tests.conftest import REPO
 
+WORKFLOW = REPO / ".github" / "workflows" / "slurmgen.yml"
+SHA_PIN = re.compile(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}")
 
-def test_workflow_runs_tests_check_and_posts_the_summary():
-    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "slurmgen.yml").read_text())
-    assert set(workflow[True]) >= {"pull_request", "push"}  # YAML 1.1 reads `on` as true
-    steps = workflow["jobs"]["render"]["steps"]
-    runs = [s.get("run", "") for s in steps]
-    assert any(r.strip() == "make test" for r in runs)
-    assert any(r.strip() == "make check" for r in runs)
-    assert any("slurmgen.validate.sources fetch" in r for r in runs)
-    summary = next(s for s in steps if "--summary" in s.get("run", ""))
-    assert "--base" in summary["run"] and summary["if"] == "github.event_name == 'pull_request'"
-    assert any("gh pr comment" in r for r in runs)
-    for step in steps:
-        if "uses" in step:  # every action pinned to a full commit SHA
-            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
+
+def make_targets() -> set[str]:
+    return set(re.findall(r"^([a-z][a-z0-9-]*):", (REPO / "Makefile").read_text(), re.M))
+
+
+def make_runs(target: str) -> list[str]:
+    """The commands `make TARGET` runs (dry run: nothing executes)."""
+    if not shutil.which("make"):
+        pytest.skip("make is not installed")
+    run = subprocess.run(["make", "-n", "--no-print-directory", target], capture_output=True, text=True, cwd=REPO)
+    assert run.returncode == 0, run.stderr
+    return [line.strip() for line in run.stdout.splitlines() if line.strip()]
+
+
+def shell_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+@pytest.fixture(scope="module")
+def steps():
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    return workflow["jobs"]["render"]["steps"]
+
+
+def test_workflow_triggers_and_token_scope():
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    # YAML 1.1 reads the key `on` as true
+    assert set(workflow[True]) == {"pull_request", "push"}
+    assert workflow[True]["push"] == {"branches": ["main"]}
+    for path in ("clusters/**", "dist/**", "slurmgen/**", "main.py", "requirements.txt"):
+        assert path in workflow[True]["pull_request"]["paths"], path
     assert workflow["permissions"] == {"contents": "read"}
+    assert workflow["jobs"]["render"]["permissions"] == {"contents": "read", "pull-requests": "write"}
 
 
-def test_pre_commit_hook_resynthesizes():
+def test_workflow_steps_run_the_readme_commands_in_order(steps):
+    # GIVEN the shell commands of the workflow, in order
+    runs = [s["run"].strip() for s in steps if "run" in s]
+    index = {cmd: i for i, cmd in enumerate(runs)}
+    fetch = '.venv/bin/python -m slurmgen.validate.sources fetch --cache "$SLURMGEN_CRD_DIR"'
+    # THEN install, fetch the CRDs, test, check: each exactly as the README names it, in that order
+    assert index["make install"] < index[fetch] < index["make test"] < index["make check"]
+    # AND the summary compares with the pull request's base branch, on pull requests only
+    summary = next(s for s in steps if "--summary" in s.get("run", ""))
+    assert summary["run"].startswith('.venv/bin/python main.py --summary --base "origin/${{ github.base_ref }}"')
+    assert summary["if"] == "github.event_name == 'pull_request'"
+    post = steps[steps.index(summary) + 1]
+    assert "gh pr comment" in post["run"] and "--edit-last" in post["run"]
+    assert "head.repo.full_name == github.repository" in post["if"]  # no comment token for forks
+
+
+def test_workflow_actions_are_pinned_to_commit_shas_with_their_version(steps):
+    uses = [s["uses"] for s in steps if "uses" in s]
+    assert uses, "the workflow checks out the repository with an action"
+    for action in uses:
+        assert SHA_PIN.fullmatch(action), f"{action}: pin to a 40-hex commit SHA"
+    # the version the SHA stands for is written beside it, for the reader and for update tools
+    for line in WORKFLOW.read_text().splitlines():
+        if "uses:" in line:
+            assert re.search(r"@[0-9a-f]{40}\s+#\s*v\d+(\.\d+)*\s*$", line), line
+
+
+def test_workflow_fetch_step_is_a_real_command():
+    # the subcommand and option the workflow uses exist
+    python = REPO / ".venv" / "bin" / "python"
+    if not python.exists():
+        pytest.skip("no .venv (run 'make install')")
+    run = subprocess.run([str(python), "-m", "slurmgen.validate.sources", "fetch", "--help"],
+                         capture_output=True, text=True, cwd=REPO)
+    assert run.returncode == 0 and "--cache CACHE" in run.stdout
+
+
+def test_pre_commit_hooks_run_make_targets_on_the_right_files():
     config = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())
     hooks = {h["id"]: h for repo in config["repos"] for h in repo["hooks"]}
-    assert hooks["slurmgen-synth"]["entry"] == "make synth" and hooks["slurmgen-synth"]["pass_filenames"] is False
-    assert re.search(hooks["slurmgen-synth"]["files"], "clusters/example.yaml")
+    assert set(hooks) == {"slurmgen-synth", "slurmgen-check"}
+    assert hooks["slurmgen-synth"]["entry"] == "make synth"
     assert hooks["slurmgen-check"]["entry"] == "make check"
+    for hook in hooks.values():
+        assert hook["pass_filenames"] is False and hook["language"] == "system"
+        assert hook["entry"].split()[1] in make_targets()
+    synth, check = re.compile(hooks["slurmgen-synth"]["files"]), re.compile(hooks["slurmgen-check"]["files"])
+    for path in ("clusters/example.yaml", "clusters/_research-fleet.yaml", "slurmgen/cli.py", "main.py",
+                 "requirements.txt"):
+        assert synth.search(path), path
+    assert check.search("dist/example/slurm/controller-slurm.yaml") and not synth.search("dist/example/x.yaml")
+    assert not synth.search("README.md") and not check.search("README.md")
 
 
-def test_make_targets_exist():
-    makefile = (REPO / "Makefile").read_text()
-    for target in ("install", "synth", "test", "check", "summary", "bench"):
-        assert re.search(rf"^{target}:", makefile, re.M), target
+def test_make_targets_run_what_they_say():
+    assert make_runs("synth")[-1] == ".venv/bin/python -O main.py"
+    assert make_runs("check")[-1] == ".venv/bin/python -O main.py --check"
+    assert make_runs("test")[-1] == ".venv/bin/python -m pytest"
+    assert make_runs("summary")[-1] == ".venv/bin/python -O main.py --summary"
 
 
-def test_our_own_ci_calls_the_readme_test_command():
-    ci = (REPO / ".ci" / "run").read_text()
+def test_our_own_ci_runs_make_test_then_make_check():
+    lines = shell_lines((REPO / ".ci" / "run").read_text())
+    assert lines[0] == "set -euo pipefail"
+    assert lines.index("make test") < lines.index("make check")
+
+
+def test_every_make_target_the_readme_names_exists():
     readme = (REPO / "README.md").read_text()
-    assert "make test" in ci and "make test" in readme
+    named = set(re.findall(r"`make ([a-z][a-z0-9-]*)", readme)) | set(re.findall(r"^make ([a-z][a-z0-9-]*)", readme, re.M))
+    assert {"synth", "test", "check", "summary", "bench", "bench-gate", "cdk8s-synth"} <= named
+    assert named <= make_targets(), sorted(named - make_targets())
+
+
+def test_every_main_py_option_the_readme_names_exists():
+    readme = (REPO / "README.md").read_text()
+    used = set()
+    for line in re.findall(r"main\.py[^`\n#]*", readme):
+        used |= set(re.findall(r"(--[a-z][a-z-]*)", line))
+    known = {opt for action in _parser()._actions for opt in action.option_strings}
+    assert {"--spec", "--out", "--check", "--summary", "--base", "--base-dir"} <= used
+    assert used <= known, sorted(used - known)

@@ -83,7 +83,8 @@ def test_flat_file_orders_qos_before_cluster_and_parents_before_children(rendere
             defined.add(line.split("'")[1])
 
 
-def test_policy_job_is_an_idempotent_post_sync_hook(example):
+def test_policy_job_is_an_idempotent_post_sync_hook(rendered):
+    example = rendered["example"].files
     job = example["slurm/job-slurm-accounts-load.yaml"]
     annotations = job["metadata"]["annotations"]
     assert annotations["argocd.argoproj.io/hook"] == "PostSync"
@@ -93,11 +94,10 @@ def test_policy_job_is_an_idempotent_post_sync_hook(example):
     script = spec["template"]["spec"]["containers"][0]["command"][2]
     assert "sacctmgr -i load file=/etc/slurm-accounts/accounts.cfg" in script
     assert "clean" not in script and "delete" not in script  # never removes anything
-    assert example["slurm/configmap-slurm-accounts.yaml"]["data"]["accounts.cfg"] == flat_file_text(example)
-
-
-def flat_file_text(example):
-    return example["slurm/configmap-slurm-accounts.yaml"]["data"]["accounts.cfg"]
+    # AND the file it loads is the spec's policy as a flat file, with QoS, accounts and users
+    loaded = example["slurm/configmap-slurm-accounts.yaml"]["data"]["accounts.cfg"]
+    assert loaded == flat_file(rendered["example"].spec)
+    assert "QOS - 'scavenger'" in loaded and "User - 'carol'" in loaded
 
 
 def test_slurm_conf_follows_the_policy(example):

@@ -7,6 +7,7 @@ Regenerate the golden files after an intended change with SLURMGEN_UPDATE_GOLDEN
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -68,16 +69,33 @@ def test_summary_headlines(tmp_path, capsys):
     assert "login exposure widened: Service slurm/slurm-login-ssh becomes internet-facing" in exposed
 
 
-def test_no_change_and_default_base_is_head(capsys):
-    # the committed dist/ at HEAD equals a fresh render in a clean checkout
-    inside_git = subprocess.run(["git", "-C", str(REPO), "rev-parse"], capture_output=True).returncode == 0
-    if not inside_git:
-        pytest.fail("the tests run from a git checkout")
-    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "dist", "clusters"],
-                           capture_output=True, text=True).stdout
-    assert main(["--summary"]) == 0
-    out = capsys.readouterr().out
-    if not dirty:
-        assert out == "## slurmgen: what this change deploys\n\nNo change to the rendered tree.\n"
-    else:
-        assert out.startswith("## slurmgen: what this change deploys\n")
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                   check=True, capture_output=True)
+
+
+def test_no_change_and_default_base_is_head(tmp_path, capsys):
+    # GIVEN a repository whose HEAD holds the example's committed tree
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO / "dist" / "example", repo / "dist" / "example")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "dist")
+    spec = str(REPO / "clusters" / "example.yaml")
+    out = str(repo / "dist")
+    # WHEN the example is summarized with no base named
+    capsys.readouterr()
+    assert main(["--spec", spec, "--out", out, "--summary"]) == 0
+    # THEN nothing changed against HEAD
+    assert capsys.readouterr().out == "## slurmgen: what this change deploys\n\nNo change to the rendered tree.\n"
+    # AND the base is HEAD, not the folder on disk: editing the working tree changes nothing
+    nodeset = repo / "dist" / "example" / "slurm" / "nodeset-slurm-worker-slinky.yaml"
+    nodeset.write_text(nodeset.read_text().replace("replicas: 4", "replicas: 40"))
+    assert main(["--spec", spec, "--out", out, "--summary"]) == 0
+    assert "No change to the rendered tree." in capsys.readouterr().out
+    # AND once that edit is committed, HEAD differs from the render and the summary says so
+    git(repo, "commit", "-qam", "edit")
+    assert main(["--spec", spec, "--out", out, "--summary"]) == 0
+    summary = capsys.readouterr().out
+    assert "No change to the rendered tree." not in summary
+    assert "NodeSet slurm/slurm-worker-slinky" in summary and "spec.replicas" in summary

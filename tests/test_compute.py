@@ -27,6 +27,7 @@ def test_split_nodes_use_max_nodes_and_lift_the_one_pod_per_node_rule(rendered):
 
 
 def test_disruption_never_interrupts_a_job(rendered):
+    seen = {"NodePool": 0, "NodeSet": 0}
     for cluster in rendered.values():
         for rel, o in cluster.files.items():
             if o["kind"] == "NodePool":
@@ -34,6 +35,9 @@ def test_disruption_never_interrupts_a_job(rendered):
                 assert o["spec"]["template"]["spec"]["expireAfter"] == "Never", rel
             if o["kind"] == "NodeSet":
                 assert o["spec"]["template"]["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
+            seen[o["kind"]] = seen.get(o["kind"], 0) + 1
+    # one NodePool per nodeset, and the loop did check them
+    assert seen["NodePool"] == seen["NodeSet"] == sum(len(c.spec.nodesets) for c in rendered.values())
 
 
 def test_capacity_block_nodeset_selects_its_reservation(rendered):
@@ -53,10 +57,11 @@ def test_node_class_is_pinned_and_uses_local_nvme(rendered):
 
 
 def test_zones_pin_every_pool(rendered):
-    for rel, o in rendered["training"].files.items():
-        if o["kind"] == "NodePool":
-            assert {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]} in \
-                o["spec"]["template"]["spec"]["requirements"], rel
+    pools = {rel: o for rel, o in rendered["training"].files.items() if o["kind"] == "NodePool"}
+    assert len(pools) == len(rendered["training"].spec.nodesets)
+    for rel, o in pools.items():
+        assert {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]} in \
+            o["spec"]["template"]["spec"]["requirements"], rel
 
 
 def test_neuron_pool_is_tainted_and_tolerated(rendered):

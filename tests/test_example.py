@@ -85,10 +85,11 @@ def test_project_is_explicit(example):
     assert ("karpenter.sh", "NodePool") in kinds and ("karpenter.k8s.aws", "EC2NodeClass") in kinds
     assert ("apiextensions.k8s.io", "CustomResourceDefinition") in kinds
     # every child's destination and repository is allowed by the project
+    assert children(example)
     for app in children(example).values():
-        if app["spec"]["project"] == "example":
-            assert app["spec"]["source"]["repoURL"] in project["sourceRepos"]
-            assert app["spec"]["destination"]["namespace"] in {d["namespace"] for d in project["destinations"]}
+        assert app["spec"]["project"] == "example"
+        assert app["spec"]["source"]["repoURL"] in project["sourceRepos"]
+        assert app["spec"]["destination"]["namespace"] in {d["namespace"] for d in project["destinations"]}
 
 
 def test_cross_references_between_slinky_crs(example):
@@ -154,6 +155,7 @@ def test_every_container_wrapper_sets_a_pinned_image(example):
 
 def test_control_plane_pods_run_on_the_core_node_group(example):
     for kind in ("Controller", "RestApi", "Accounting", "LoginSet"):
+        assert by_kind(example, kind), kind
         for obj in by_kind(example, kind).values():
             assert obj["spec"]["template"]["spec"]["nodeSelector"] == {
                 "eks.amazonaws.com/nodegroup": "core-node-group", "node.kubernetes.io/instance-type": "m6i.xlarge"}

@@ -20,6 +20,7 @@ def test_slurmd_has_no_cpu_or_memory_limits(rendered):
 
 
 def test_shm_never_exceeds_half_the_pod_memory(rendered):
+    checked = 0
     for cluster in rendered.values():
         for rel, obj in cluster.files.items():
             if obj["kind"] != "NodeSet":
@@ -30,6 +31,8 @@ def test_shm_never_exceeds_half_the_pod_memory(rendered):
                     size = volume["emptyDir"]["sizeLimit"]
                     size_mi = int(size[:-2]) * (1024 if size.endswith("Gi") else 1)
                     assert size_mi <= memory_mi // 2, (rel, size)
+                    checked += 1
+    assert checked >= 4  # the GPU nodesets of the examples mount a memory-backed /dev/shm
 
 
 def test_every_partition_has_a_default_memory_per_job(rendered):
@@ -43,11 +46,14 @@ def test_every_partition_has_a_default_memory_per_job(rendered):
 
 
 def test_crd_applications_keep_their_crds_when_deleted(rendered):
+    crd_apps = 0
     for cluster in rendered.values():
         for rel, obj in cluster.files.items():
             name = obj["metadata"]["name"]
             if obj["kind"] == "Application" and name.endswith(("slurm-operator-crds", "mariadb-operator-crds")):
                 assert "Delete=false" in obj["spec"]["syncPolicy"]["syncOptions"], rel
+                crd_apps += 1
+    assert crd_apps > len(rendered)  # slurm-operator-crds in every cluster, mariadb-operator-crds in some
 
 
 def test_service_monitor_only_where_a_prometheus_operator_is_known(rendered):

@@ -147,6 +147,7 @@ def test_every_container_wrapper_sets_a_pinned_image(example):
     wrappers = {"Controller": ["slurmctld", "reconfigure", "logfile"], "NodeSet": ["slurmd", "logfile"],
                 "LoginSet": ["login", "initconf"], "RestApi": ["slurmrestd"], "Accounting": ["slurmdbd"]}
     for kind, keys in wrappers.items():
+        assert by_kind(example, kind), kind
         for obj in by_kind(example, kind).values():
             for key in keys:
                 image = obj["spec"][key]["image"]

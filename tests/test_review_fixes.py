@@ -11,12 +11,12 @@ from tests.conftest import MINIMAL_SPEC
 def test_slurmd_has_no_cpu_or_memory_limits(rendered):
     # Slinky 1.2.1 turns CPU/memory limits into CoreSpecCount/MemSpecLimit after an empty Topology=
     # token and the node registers INVALID_REG (slurm-operator#261)
-    for cluster in rendered.values():
-        for rel, obj in cluster.files.items():
-            if obj["kind"] == "NodeSet":
-                limits = obj["spec"]["slurmd"]["resources"].get("limits", {})
-                assert not {"cpu", "memory"} & set(limits), rel
-                assert {"cpu", "memory"} <= set(obj["spec"]["slurmd"]["resources"]["requests"]), rel
+    nodesets = [(rel, obj) for c in rendered.values() for rel, obj in c.files.items() if obj["kind"] == "NodeSet"]
+    assert len(nodesets) == sum(len(c.spec.nodesets) for c in rendered.values())
+    for rel, obj in nodesets:
+        limits = obj["spec"]["slurmd"]["resources"].get("limits", {})
+        assert not {"cpu", "memory"} & set(limits), rel
+        assert {"cpu", "memory"} <= set(obj["spec"]["slurmd"]["resources"]["requests"]), rel
 
 
 def test_shm_never_exceeds_half_the_pod_memory(rendered):

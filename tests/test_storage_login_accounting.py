@@ -72,6 +72,7 @@ def test_fsx_is_mounted_on_login_and_every_nodeset_and_shm_on_gpu_ones(rendered)
 
 def test_compute_is_pinned_to_the_fsx_zone_and_waits_for_the_fsx_agent(rendered):
     for cluster, zone in (("example", "us-west-2a"), ("training", "us-east-1a"), ("dev", "eu-west-1b")):
+        assert len(of_kind(rendered[cluster].files, "NodePool")) == len(rendered[cluster].spec.nodesets)
         for rel, pool in of_kind(rendered[cluster].files, "NodePool").items():
             template = pool["spec"]["template"]["spec"]
             assert {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]} in template["requirements"]

@@ -60,7 +60,9 @@ def test_allocatable_equals_the_section_2_6_table(
 
 def test_allocatable_equals_every_reference_csv_row() -> None:
     # given all 45 rows with Karpenter's allocatable columns
-    for row in reference_rows():
+    rows = list(reference_rows())
+    assert len(rows) == 45
+    for row in rows:
         # when estimated from the catalog entry
         alloc = allocatable(CATALOG[row["instance_type"]])
         # then both figures match to the unit

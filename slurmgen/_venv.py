@@ -31,6 +31,12 @@ def _inside(venv: Path) -> bool:
     return Path(sys.prefix).resolve() == venv.resolve()
 
 
+def _interpreter_flags() -> list[str]:
+    """The flags this interpreter was started with (-O, -B, -X, -W, ...), as multiprocessing passes them on."""
+    helper = getattr(subprocess, "_args_from_interpreter_flags", None)  # CPython 3.x, private but long-lived
+    return list(helper()) if helper else ["-O"] * sys.flags.optimize
+
+
 def handoff(argv: list[str] | None = None, *, venv: Path = VENV) -> None:
     """Return when this interpreter has the packages; else exec `venv`'s Python on the same script or exit 2."""
     if dependencies_present():
@@ -39,8 +45,7 @@ def handoff(argv: list[str] | None = None, *, venv: Path = VENV) -> None:
     if python.exists() and not _inside(venv) and os.environ.get(GUARD) != "1":
         script = Path(sys.argv[0]).resolve()
         args = sys.argv[1:] if argv is None else argv
-        # The flags this interpreter was started with (-O, -B, -X, -W, ...), as multiprocessing passes them on.
-        flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+        flags = _interpreter_flags()
         os.environ[GUARD] = "1"
         sys.stdout.flush()
         sys.stderr.flush()

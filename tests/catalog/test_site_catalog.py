@@ -180,3 +180,24 @@ def test_parse_text_uses_the_catalog_it_is_given(tmp_path: Path) -> None:
     assert parse_text("x.yaml", text, catalog=load_catalog(csv_path)).nodesets[0].instance_type == "zz2.xlarge"
     with pytest.raises(SpecError, match="unknown instance type 'zz2.xlarge'"):
         parse_text("x.yaml", text)
+
+
+def test_amd_and_habana_types_render_once_their_plugins_are_declared(tmp_path: Path) -> None:
+    # given AMD (g4ad) and Habana (dl1, with EFA) nodesets, their device plugins declared as installed
+    extra = "compute: {devicePlugins: {installedSeparately: [amd.com/gpu, habana.ai/gaudi]}}\n"
+    text = spec_text([("radeon", "g4ad.16xlarge", "{}"), ("gaudi", "dl1.24xlarge", "efa: true")]).replace(
+        "compute: {devicePlugins: {neuronInstalledSeparately: true}}\n", extra)
+    [cluster] = run([write_spec(tmp_path, text)], crd_dir=CRDS).clusters
+    files = cluster.files
+    # then each pool is tainted with its device resource, which slurmd tolerates, and there is no Gres
+    for name, resource in (("radeon", "amd.com/gpu"), ("gaudi", "habana.ai/gaudi")):
+        pool = files[f"compute/nodepool-t-{name}.yaml"]["spec"]["template"]["spec"]
+        assert pool["taints"] == [{"key": resource, "effect": "NoSchedule"}]
+        pod = nodeset(files, name)["spec"]["template"]["spec"]
+        assert {"key": resource, "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+        assert "Gres" not in nodeset(files, name)["spec"]["extraConf"]
+    # and the EFA device plugin tolerates every compute pool's taint of the cluster, Habana's too (dl1 has EFA)
+    efa_app = files["apps/application-t-aws-efa-k8s-device-plugin.yaml"]
+    keys = [t["key"] for t in efa_app["spec"]["source"]["helm"]["valuesObject"]["tolerations"]]
+    assert keys == ["aws.amazon.com/neuron", "nvidia.com/gpu", "slurmgen.dev/compute", "amd.com/gpu",
+                    "habana.ai/gaudi"]

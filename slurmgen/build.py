@@ -60,8 +60,10 @@ def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceTy
     units.append(SlurmClusterChart(app, spec, plans))
     if spec.kube_prometheus_stack.enabled:
         units.append(MonitoringChart(app, spec))
+    known = {t["key"] for t in helm.COMPUTE_TOLERATIONS}
+    other_taints = tuple(sorted({t.key for p in plans.values() for t in p.taints} - known))
     releases = helm.releases(spec, nvidia=any(p.instance.is_nvidia for p in plans.values()),
-                             efa=any(p.shape.efa for p in plans.values()))
+                             efa=any(p.shape.efa for p in plans.values()), other_taints=other_taints)
     charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec)]
     return RenderedCluster(spec=spec, plans=plans, files=_files(charts))
 

@@ -116,7 +116,7 @@ def _summary(result: object, out: Path, ref: str | None, base_dir: Path | None, 
     new = {c.spec.name: dict(c.files) for c in result.clusters}  # type: ignore[attr-defined]
     if subset:
         old = {name: tree for name, tree in old.items() if name in new}
-    sys.stdout.write(summarize(old, new))
+    sys.stdout.write(summarize(old, new, catalog=result.catalog))  # type: ignore[attr-defined]
     return 0
 
 

@@ -11,13 +11,14 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import importlib
 from concurrent.futures import ThreadPoolExecutor
 
 from . import guards, verify
 from .output import dump, read_tree, replace_dir
+from .catalog.catalog import CatalogError, InstanceType, load_catalog, site_catalog_path
 from .rendered import RenderedCluster
 from .spec import SpecError, load_specs
 
@@ -35,6 +36,7 @@ class Result:
     clusters: tuple[RenderedCluster, ...]
     timings: dict[str, float] = field(default_factory=dict)  # step -> seconds, in run order
     rendered_texts: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> path -> YAML
+    catalog: Mapping[str, InstanceType] | None = None  # the one the specs were checked and rendered with
 
     @contextmanager
     def timer(self, step: str) -> Iterator[None]:
@@ -98,8 +100,28 @@ class Result:
         return lines
 
 
-def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None) -> Result:
-    """Load, render and verify; raise InputError with every problem found."""
+def site_catalog(spec_paths: Sequence[Path]) -> Mapping[str, InstanceType]:
+    """The packaged catalog plus the `instance-types.csv` beside the specs, if there is one.
+
+    Specs from several folders may share one such file; two different ones would give one instance
+    type two meanings in one run, so that is refused.
+    """
+    found = sorted({p for p in (site_catalog_path(path.parent) for path in spec_paths) if p is not None})
+    if len(found) > 1:
+        raise InputError([f"{', '.join(map(str, found))}: specs from folders with different instance-types.csv; "
+                          "render them in separate runs"])
+    try:
+        return load_catalog(found[0] if found else None)
+    except CatalogError as err:
+        raise InputError([str(err)]) from None
+
+
+def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
+        catalog: Mapping[str, InstanceType] | None = None) -> Result:
+    """Load, render and verify; raise InputError with every problem found.
+
+    `catalog` defaults to the packaged one plus the specs' folder's instance-types.csv (site_catalog).
+    """
     if not spec_paths:
         raise InputError(["no spec files: add clusters/<name>.yaml or pass --spec FILE"])
     result = Result(clusters=())
@@ -108,8 +130,9 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None) -> Result:
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen") as pool:
         builder = pool.submit(importlib.import_module, "slurmgen.build")
         with result.timer("load"):
+            catalog = catalog if catalog is not None else site_catalog(spec_paths)
             try:
-                specs = load_specs(spec_paths)
+                specs = load_specs(spec_paths, catalog=catalog)
             except SpecError as err:
                 raise InputError(str(p) for p in err.problems) from None
         prepared = [pool.submit(verify.prepare, crd_dir, version)
@@ -121,9 +144,9 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None) -> Result:
         with result.timer("cdk8s start"):
             build = builder.result()  # imported beside spec loading; waits only for what is left
         with result.timer("render"):
-            for cluster in build.render_each(specs):
+            for cluster in build.render_each(specs, catalog):
                 clusters.append(cluster)
-                jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result))
+                jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result, catalog))
         with result.timer("finish checks"):
             try:
                 checked = [job.result() for job in jobs]
@@ -133,16 +156,16 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None) -> Result:
     if problems:
         raise InputError(problems)
     texts = {cluster.spec.name: text for cluster, (_, text) in zip(clusters, checked)}
-    return Result(clusters=tuple(clusters), timings=result.timings, rendered_texts=texts)
+    return Result(clusters=tuple(clusters), timings=result.timings, rendered_texts=texts, catalog=catalog)
 
 
-def _check(cluster: RenderedCluster, crd_dir: Path | None, prepared: list, result: Result
-           ) -> tuple[list[str], dict[str, str]]:
+def _check(cluster: RenderedCluster, crd_dir: Path | None, prepared: list, result: Result,
+           catalog: Mapping[str, InstanceType]) -> tuple[list[str], dict[str, str]]:
     """Checks, schema validation and YAML of one cluster: (problems, path -> text)."""
     for job in prepared:
         job.result()
     with result.timer("checks"):
-        problems = verify.static_checks([cluster])
+        problems = verify.static_checks([cluster], catalog)
     with result.timer("validate"):
         problems += verify.schema_checks([cluster], crd_dir=crd_dir)
     with result.timer("dump"):

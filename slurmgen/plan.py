@@ -13,8 +13,7 @@ from typing import Mapping
 from . import naming
 from .catalog.catalog import InstanceType, load_catalog
 from .catalog.sizing import DaemonSetReserve, PodShape, format_node_conf, lookup, pod_resources, slurm_node_conf
-from .catalog.rules import nodesets_fit
-from .spec import ClusterSpec, NodeSetSpec, register_rule
+from .spec import ClusterSpec, NodeSetSpec
 from .spec.model import Toleration
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -22,8 +21,6 @@ NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 ARCH_LABEL = "kubernetes.io/arch"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
-
-register_rule(nodesets_fit)  # a nodeset that cannot fit its instance is a spec error (exit 2)
 
 
 @dataclass(frozen=True)

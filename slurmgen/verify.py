@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from .rendered import RenderedCluster, images
-from .catalog.catalog import load_catalog
+from .catalog.catalog import InstanceType, load_catalog
 from .consistency import check_placement
 from .plan import reserve_of
 from .validate import SchemaUnavailable
@@ -69,9 +69,9 @@ def policy_problems(cluster: RenderedCluster) -> Iterator[str]:
                 yield f"{where}: image {image!r} is not pinned to a tag or digest"
 
 
-def placement_problems(cluster: RenderedCluster) -> Iterator[str]:
+def placement_problems(cluster: RenderedCluster, catalog: Mapping[str, InstanceType]) -> Iterator[str]:
     reserve = reserve_of(cluster.spec)
-    for line in check_placement(cluster.files, load_catalog(), reserve):
+    for line in check_placement(cluster.files, catalog, reserve):
         yield f"{cluster.spec.name}/{line}"
 
 
@@ -88,13 +88,15 @@ def project_problems(cluster: RenderedCluster) -> Iterator[str]:
             yield f"{cluster.spec.name}/{rel}: the AppProject must list repositories, destinations and kinds explicitly (no '*')"
 
 
-def static_checks(clusters: Sequence[RenderedCluster]) -> list[str]:
-    """Policy and placement checks, one line per problem."""
+def static_checks(clusters: Sequence[RenderedCluster],
+                  catalog: Mapping[str, InstanceType] | None = None) -> list[str]:
+    """Policy and placement checks, one line per problem; `catalog` is the one the clusters were rendered with."""
+    catalog = catalog if catalog is not None else load_catalog()
     problems: list[str] = []
     for cluster in clusters:
         problems += policy_problems(cluster)
         problems += project_problems(cluster)
-        problems += placement_problems(cluster)
+        problems += placement_problems(cluster, catalog)
     return problems
 
 
@@ -103,6 +105,7 @@ def schema_checks(clusters: Sequence[RenderedCluster], *, crd_dir: Path | None =
     return [line for cluster in clusters for line in schema_problems(cluster, crd_dir)]
 
 
-def verify(clusters: Sequence[RenderedCluster], *, crd_dir: Path | None = None) -> list[str]:
+def verify(clusters: Sequence[RenderedCluster], *, crd_dir: Path | None = None,
+           catalog: Mapping[str, InstanceType] | None = None) -> list[str]:
     """Every problem in every rendered cluster, one line each (empty when all is well)."""
-    return static_checks(clusters) + schema_checks(clusters, crd_dir=crd_dir)
+    return static_checks(clusters, catalog) + schema_checks(clusters, crd_dir=crd_dir)

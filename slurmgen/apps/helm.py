@@ -104,12 +104,13 @@ def nvidia_device_plugin(spec: ClusterSpec) -> HelmRelease:
     )
 
 
-def efa_device_plugin(spec: ClusterSpec) -> HelmRelease:
+def efa_device_plugin(spec: ClusterSpec, other_taints: tuple[str, ...] = ()) -> HelmRelease:
+    """`other_taints`: taint keys of accelerator pools beyond the usual three (amd.com/gpu, habana.ai/gaudi)."""
     return HelmRelease(
         unit="aws-efa-k8s-device-plugin", repo_url="https://aws.github.io/eks-charts",
         chart="aws-efa-k8s-device-plugin", version="v0.5.30", namespace="kube-system",
         release_name="aws-efa-k8s-device-plugin", wave=waves.OPERATORS,
-        values={"tolerations": COMPUTE_TOLERATIONS},
+        values={"tolerations": COMPUTE_TOLERATIONS + [_exists(key) for key in sorted(other_taints)]},
     )
 
 
@@ -198,8 +199,12 @@ def keda(spec: ClusterSpec) -> HelmRelease:
     )
 
 
-def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False) -> list[HelmRelease]:
-    """Every Helm child Application of a cluster; device plugins only where a nodeset needs them."""
+def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False,
+             other_taints: tuple[str, ...] = ()) -> list[HelmRelease]:
+    """Every Helm child Application of a cluster; device plugins only where a nodeset needs them.
+
+    `other_taints` are compute taints outside COMPUTE_TOLERATIONS (AMD/Habana pools) the EFA plugin must tolerate.
+    """
     out = [cert_manager(spec), slurm_operator_crds(spec), slurm_operator(spec)]
     if spec.secrets.generated:
         out.append(external_secrets(spec))
@@ -215,5 +220,5 @@ def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False) -> l
     if nvidia and c.nvidia_device_plugin and c.ami_family != "bottlerocket":  # Bottlerocket ships its own
         out.append(nvidia_device_plugin(spec))
     if efa and c.efa_device_plugin:
-        out.append(efa_device_plugin(spec))
+        out.append(efa_device_plugin(spec, other_taints))
     return out

@@ -1,7 +1,10 @@
 """EC2 instance catalog: the hardware facts sizing needs, kept in a one-line-per-type csv.
 
-The facts live in data (``instances.csv``) rather than code so a user adds an instance type by
-adding one line, and every figure carries its ``source``. Loading is strict: a typo in a
+The packaged ``instances.csv`` is generated from Karpenter's instance-type reference
+(``python -m slurmgen.catalog.generate``), so every EC2 type Karpenter knows is known here, with
+Karpenter's own allocatable estimate beside it. A site adds or corrects types in
+``clusters/instance-types.csv`` (same header; optional columns may be left out), which the
+pipeline loads beside the specs and passes down explicitly. Loading is strict: a typo in a
 hardware figure silently mis-sizes every slurmd pod, so malformed rows fail with file:line.
 """
 
@@ -31,8 +34,18 @@ COLUMNS: tuple[str, ...] = (
     "accelerator_memory_mib",
     "efa_max",
     "local_nvme_gb",
+    "accelerator_manufacturer",
+    "neuron_cores",
+    "karpenter_cpu_m",
+    "karpenter_memory_mi",
     "source",
 )
+# A site csv may leave these out (an older 12-column file stays valid); missing means 0 / unknown.
+OPTIONAL_COLUMNS: frozenset[str] = frozenset(
+    {"accelerator_manufacturer", "neuron_cores", "karpenter_cpu_m", "karpenter_memory_mi"}
+)
+KARPENTER_VERSION = "1.14.1"  # the reference instances.csv is generated from (its header says so too)
+SITE_CSV_NAME = "instance-types.csv"  # beside the specs: clusters/instance-types.csv
 ARCHES: tuple[Arch, ...] = ("amd64", "arm64")
 NVIDIA_GPU = "nvidia.com/gpu"
 NEURON = "aws.amazon.com/neuron"
@@ -43,7 +56,8 @@ ACCELERATOR_RESOURCES: frozenset[str] = frozenset(
     {NVIDIA_GPU, NEURON, "aws.amazon.com/neuroncore", "amd.com/gpu", "habana.ai/gaudi"}
 )
 _REQUIRED_POSITIVE = ("vcpu", "memory_mib", "max_pods")
-_OPTIONAL_INTS = ("accelerator_count", "accelerator_memory_mib", "efa_max", "local_nvme_gb")
+_OPTIONAL_INTS = ("accelerator_count", "accelerator_memory_mib", "efa_max", "local_nvme_gb", "neuron_cores",
+                  "karpenter_cpu_m", "karpenter_memory_mi")
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 _INT_RE = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() accepts "²", which int() rejects
 _MODEL_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -70,6 +84,10 @@ class InstanceType:
     efa_max: int
     local_nvme_gb: int
     source: str
+    accelerator_manufacturer: str = ""
+    neuron_cores: int = 0
+    karpenter_cpu_m: int = 0  # Karpenter's own allocatable estimate; 0 = not known (site rows)
+    karpenter_memory_mi: int = 0
 
     @property
     def name(self) -> str:
@@ -151,11 +169,11 @@ def _check_accelerator(where: str, resource: str, count: int, model: str) -> Non
         )
 
 
-def _parse_row(where: str, cells: list[str]) -> InstanceType:
+def _parse_row(where: str, columns: tuple[str, ...], cells: list[str]) -> InstanceType:
     """Turn one csv row into an InstanceType, validating every cell."""
-    if len(cells) != len(COLUMNS):
-        raise CatalogError(f"{where}: expected {len(COLUMNS)} columns ({','.join(COLUMNS)}), got {len(cells)}")
-    row = {column: cell.strip() for column, cell in zip(COLUMNS, cells)}
+    if len(cells) != len(columns):
+        raise CatalogError(f"{where}: expected {len(columns)} columns ({','.join(columns)}), got {len(cells)}")
+    row = dict.fromkeys(OPTIONAL_COLUMNS, "") | {column: cell.strip() for column, cell in zip(columns, cells)}
     name = row["instance_type"]
     if not _NAME_RE.match(name):
         raise CatalogError(f"{where}: instance_type must look like an EC2 name (e.g. p5.48xlarge), got {name!r}")
@@ -165,37 +183,100 @@ def _parse_row(where: str, cells: list[str]) -> InstanceType:
     if arch not in ARCHES:
         raise CatalogError(f"{where}: arch must be one of {', '.join(ARCHES)}, got {arch!r}")
     _check_accelerator(where, row["accelerator_resource"], ints["accelerator_count"], row["accelerator_model"])
+    maker = row["accelerator_manufacturer"]
+    if maker and not _MODEL_RE.match(maker):
+        raise CatalogError(f"{where}: accelerator_manufacturer must be lowercase [a-z0-9_-], got {maker!r}")
     return InstanceType(
         instance_type=name,
         arch=arch,  # type: ignore[arg-type]  # narrowed by the membership check above
         accelerator_resource=row["accelerator_resource"],
         accelerator_model=row["accelerator_model"],
+        accelerator_manufacturer=maker,
         source=row["source"],
         **ints,
     )
 
 
-def parse_catalog(text: str, origin: str) -> dict[str, InstanceType]:
-    """Parse catalog csv text; ``origin`` is the file name used in error messages."""
+def _header(origin: str, lineno: int, header: str) -> tuple[str, ...]:
+    """Columns by name, in the file's order: every required column once, optional ones may be absent."""
+    columns = tuple(cell.strip() for cell in next(csv.reader([header])))
+    required = [c for c in COLUMNS if c not in OPTIONAL_COLUMNS]
+    unknown = [c for c in columns if c not in COLUMNS]
+    missing = [c for c in required if c not in columns]
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if unknown or missing or repeated:
+        what = "; ".join(filter(None, [
+            f"unknown column(s) {', '.join(unknown)}" if unknown else "",
+            f"missing column(s) {', '.join(missing)}" if missing else "",
+            f"repeated column(s) {', '.join(repeated)}" if repeated else "",
+        ]))
+        raise CatalogError(f"{origin}:{lineno}: header must name the columns {','.join(COLUMNS)} "
+                           f"({', '.join(sorted(OPTIONAL_COLUMNS))} optional): {what}")
+    return columns
+
+
+Row = tuple[str, str]  # (file:line for messages, the raw csv line)
+
+
+def _index(text: str, origin: str) -> tuple[tuple[str, ...], dict[str, Row]]:
+    """Header columns and name -> raw row, without parsing the rows: cheap enough for every synth."""
     lines = _data_lines(text)
     header_line = next(lines, None)
     if header_line is None:
         raise CatalogError(f"{origin}: no header line; expected {','.join(COLUMNS)}")
-    lineno, header = header_line
-    columns = tuple(cell.strip() for cell in next(csv.reader([header])))
-    if columns != COLUMNS:
-        raise CatalogError(f"{origin}:{lineno}: header must be {','.join(COLUMNS)}, got {','.join(columns)}")
-    types: dict[str, InstanceType] = {}
-    first_seen: dict[str, int] = {}
+    columns = _header(origin, *header_line)
+    name_at = columns.index("instance_type")
+    rows: dict[str, Row] = {}
     for lineno, line in lines:
-        where = f"{origin}:{lineno}"
-        it = _parse_row(where, next(csv.reader([line])))
-        if it.instance_type in types:
-            first = first_seen[it.instance_type]
-            raise CatalogError(f"{where}: duplicate instance_type {it.instance_type} (first defined on line {first})")
-        types[it.instance_type] = it
-        first_seen[it.instance_type] = lineno
-    return types
+        cells = line.split(",", name_at + 1) if '"' not in line else next(csv.reader([line]))
+        name = cells[name_at].strip() if len(cells) > name_at else ""
+        if name in rows:
+            first = rows[name][0].rsplit(":", 1)[1]
+            raise CatalogError(f"{origin}:{lineno}: duplicate instance_type {name} (first defined on line {first})")
+        rows[name] = (f"{origin}:{lineno}", line)
+    return columns, rows
+
+
+def _parse_line(columns: tuple[str, ...], row: Row) -> InstanceType:
+    where, line = row
+    return _parse_row(where, columns, next(csv.reader([line])))
+
+
+def parse_catalog(text: str, origin: str) -> dict[str, InstanceType]:
+    """Parse and validate every row of catalog csv text; ``origin`` is the file name used in messages."""
+    columns, rows = _index(text, origin)
+    return {name: _parse_line(columns, row) for name, row in rows.items()}
+
+
+class Catalog(Mapping[str, InstanceType]):
+    """Read-only name -> InstanceType: packaged rows parse on first use, site rows (already parsed) win.
+
+    Parsing all 1,300+ packaged rows costs ~50 ms, on every synth, for the handful a spec names;
+    indexing them costs ~1 ms. The packaged file is validated whole by the tests instead.
+    """
+
+    def __init__(self, columns: tuple[str, ...], rows: Mapping[str, Row],
+                 site: Mapping[str, InstanceType] | None = None, site_origin: str | None = None) -> None:
+        self._columns = columns
+        self._rows = rows
+        self._parsed: dict[str, InstanceType] = dict(site or {})
+        self._names = tuple(dict.fromkeys([*rows, *self._parsed]))
+        self.site_origin = site_origin  # the site csv merged in, if any (for messages)
+
+    def __getitem__(self, name: str) -> InstanceType:
+        it = self._parsed.get(name)
+        if it is None:
+            it = self._parsed[name] = _parse_line(self._columns, self._rows[name])
+        return it
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._parsed or name in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 def default_catalog_text() -> str:
@@ -204,23 +285,32 @@ def default_catalog_text() -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _default_catalog() -> Mapping[str, InstanceType]:
-    """Parse the packaged catalog once per process; it never changes at runtime."""
-    return MappingProxyType(parse_catalog(default_catalog_text(), DEFAULT_CSV_NAME))
+def _default_index() -> tuple[tuple[str, ...], Mapping[str, Row]]:
+    """Index the packaged catalog once per process; it never changes at runtime."""
+    columns, rows = _index(default_catalog_text(), DEFAULT_CSV_NAME)
+    return columns, MappingProxyType(rows)
 
 
-def load_catalog(extra: Path | None = None) -> Mapping[str, InstanceType]:
-    """Packaged catalog, optionally overlaid by a user csv of the same format (user rows win).
+@functools.lru_cache(maxsize=1)
+def _default_catalog() -> Catalog:
+    return Catalog(*_default_index())
 
-    Returns a read-only mapping because the default one is shared through the cache.
+
+def load_catalog(extra: Path | None = None) -> Catalog:
+    """Packaged catalog, optionally overlaid by a site csv of the same format (site rows win).
+
+    The default one is shared through a cache; a site file is read and validated whole on each call.
     """
-    base = _default_catalog()
     if extra is None:
-        return base
+        return _default_catalog()
     try:
         text = Path(extra).read_text(encoding="utf-8")
     except OSError as exc:
         raise CatalogError(f"{extra}: cannot read instance catalog: {exc.strerror or exc}") from exc
-    merged = dict(base)
-    merged.update(parse_catalog(text, str(extra)))
-    return MappingProxyType(merged)
+    return Catalog(*_default_index(), site=parse_catalog(text, str(extra)), site_origin=str(extra))
+
+
+def site_catalog_path(spec_dir: Path) -> Path | None:
+    """``<spec folder>/instance-types.csv`` when it exists: the site's own types, beside its specs."""
+    path = spec_dir / SITE_CSV_NAME
+    return path if path.is_file() else None

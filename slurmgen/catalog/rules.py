@@ -1,17 +1,46 @@
-"""Spec rule: every nodeset must fit its instance type, so a bad shape is an exit-2 error, not a Pending pod."""
+"""Spec rule: every nodeset must fit its instance type, so a bad shape is an exit-2 error, not a Pending pod.
+
+The catalog is a parameter (the packaged one, or with the site's clusters/instance-types.csv merged
+in): the spec layer builds this rule from whatever catalog its caller passes, so the answer never
+depends on which module happened to be imported first.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator
 
-from .catalog import load_catalog
+from .catalog import NEURON, NVIDIA_GPU, InstanceType
 from .sizing import DaemonSetReserve, SizingError, lookup, pod_resources
 
+Finding = tuple[str, str]
 
-def nodesets_fit(spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
+# Device plugins slurmgen does not deploy, by the resource they advertise: the spec must say each is
+# installed, or the slurmd pods would wait forever for a resource no node offers.
+_PLUGIN_NAMES = {NEURON: "Neuron device plugin", "amd.com/gpu": "AMD GPU device plugin",
+                 "habana.ai/gaudi": "Habana device plugin"}
+
+
+def _plugin_missing(it: InstanceType, plugins: Mapping[str, Any]) -> str | None:
+    """The message for an accelerator whose device plugin the spec does not declare, else None."""
+    resource = it.accelerator_resource
+    if not it.has_accelerator or resource == NVIDIA_GPU:
+        return None
+    if resource == NEURON:
+        if plugins["neuronInstalledSeparately"] or NEURON in plugins["installedSeparately"]:
+            return None
+        return (f"{it.instance_type} needs the Neuron device plugin, which slurmgen does not deploy; install it "
+                "and set compute.devicePlugins.neuronInstalledSeparately: true")
+    if resource in plugins["installedSeparately"]:
+        return None
+    name = _PLUGIN_NAMES.get(resource, f"device plugin for {resource}")
+    return (f"{it.instance_type} needs the {name} ({resource}), which slurmgen does not deploy; install it "
+            f"and list {resource} in compute.devicePlugins.installedSeparately")
+
+
+def nodesets_fit(spec: dict[str, Any], catalog: Mapping[str, InstanceType]) -> Iterator[Finding]:
     """Unknown instance types, GPUs per pod above the instance's, uneven splits, EFA where there is none,
-    and a maxNodes too small for the replicas."""
-    catalog = load_catalog()
+    types too small for a slurmd pod, device plugins not installed, and a maxNodes too small for the replicas."""
     raw = spec["compute"]["daemonSetReserve"]
     reserve = DaemonSetReserve(cpu_m=raw["cpuMillicores"], memory_mi=raw["memoryMiB"], percent=raw["percent"])
     for index, ns in enumerate(spec["nodesets"]):
@@ -23,14 +52,11 @@ def nodesets_fit(spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
         try:
             shape = pod_resources(it, gpus_per_pod=ns.get("gpusPerPod"), efa=ns["efa"], reserve=reserve)
         except SizingError as err:
-            text = str(err).lower()
-            field = "efa" if "efa" in text else "compute.daemonSetReserve" if "reserve" in text else "gpusPerPod"
-            yield (field if field.startswith("compute") else f"nodesets[{index}].{field}"), str(err)
+            yield (err.field if err.field.startswith("compute.") else f"nodesets[{index}].{err.field}"), str(err)
             continue
-        if it.is_neuron and not spec["compute"]["devicePlugins"]["neuronInstalledSeparately"]:
-            yield (f"nodesets[{index}].instanceType",
-                   f"{it.instance_type} needs the Neuron device plugin, which slurmgen does not deploy; install it "
-                   "and set compute.devicePlugins.neuronInstalledSeparately: true")
+        missing = _plugin_missing(it, spec["compute"]["devicePlugins"])
+        if missing:
+            yield f"nodesets[{index}].instanceType", missing
         ceiling = ns["autoscale"]["max"] if "autoscale" in ns else ns["replicas"]
         needed = -(-ceiling // shape.pods_per_node)
         if ns.get("maxNodes", needed) < needed:
@@ -38,3 +64,11 @@ def nodesets_fit(spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
             yield (f"nodesets[{index}].maxNodes",
                    f"{ceiling} {what} at {shape.pods_per_node} per {it.instance_type} need {needed} nodes; "
                    f"maxNodes is {ns['maxNodes']}")
+
+
+def catalog_rule(catalog: Mapping[str, InstanceType]) -> Callable[[dict[str, Any]], Iterator[Finding]]:
+    """``nodesets_fit`` bound to one catalog, in the shape of the spec layer's other rules."""
+    def rule(spec: dict[str, Any]) -> Iterator[Finding]:
+        return nodesets_fit(spec, catalog)
+    rule.__name__ = rule.__qualname__ = "nodesets_fit"
+    return rule

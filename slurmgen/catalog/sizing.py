@@ -15,7 +15,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from slurmgen.catalog.catalog import EFA_RESOURCE, InstanceType
+from slurmgen.catalog.catalog import EFA_RESOURCE, KARPENTER_VERSION, SITE_CSV_NAME, InstanceType
 
 # nodeadm / Karpenter constants (reference §2.6).
 # kube-reserved CPU: basis points charged on each millicore range [start, end).
@@ -36,10 +36,21 @@ CPU_GRANULARITY_M = 10  # requests are floored to 10m: readable figures, at most
 SLURM_MEMORY_HEADROOM_MIN_MI = 256
 SLURM_MEMORY_HEADROOM_MAX_MI = 4096
 SLURM_MEMORY_HEADROOM_PER_MILLE = 10  # 1% of the pod limit, clamped to [256 Mi, 4 Gi]
+# Below this a slurmd pod registers but can run nothing useful (RealMemory would be ~700 MB after
+# slurmd's own headroom): refuse the type with a clear message instead of rendering a useless node.
+MIN_SLURMD_MEMORY_MI = 1024
 
 
 class SizingError(ValueError):
-    """The requested pod shape cannot be built on this instance type; message is user-facing."""
+    """The requested pod shape cannot be built on this instance type; message is user-facing.
+
+    ``field`` is the nodeset key (or ``compute.`` path) the message is about, so the spec rule can
+    point at it without parsing the message.
+    """
+
+    def __init__(self, message: str, field: str = "instanceType") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -83,7 +94,7 @@ class DaemonSetReserve:
         """A negative reserve would size slurmd above allocatable; refuse it up front."""
         if self.cpu_m < 0 or self.memory_mi < 0 or not 0 <= self.percent < 100:
             raise SizingError(f"DaemonSet reserve must not be negative, got {self.cpu_m}m CPU / {self.memory_mi}Mi "
-                              f"/ {self.percent}%")
+                              f"/ {self.percent}%", "compute.daemonSetReserve")
 
     def on(self, alloc: "Allocatable") -> tuple[int, int]:
         """(CPU m, memory Mi) kept free on a node with this allocatable: the fixed floor or the share."""
@@ -144,9 +155,14 @@ def kube_reserved_memory_mi(max_pods: int) -> int:
 
 
 def vm_memory_overhead_mi(memory_mib: int, arch: str) -> int:
-    """Karpenter's guess of memory the hypervisor/kernel hides from the node before it has seen one."""
-    overhead = -(-memory_mib * VM_MEMORY_OVERHEAD_PER_MILLE // 1000)  # ceil without floats
-    return overhead + (ARM64_VM_OVERHEAD_MI if arch == "arm64" else 0)
+    """Karpenter's guess of memory the hypervisor/kernel hides from the node before it has seen one.
+
+    Graviton's 64 MiB CMA reserve comes off first and the 7.5 % applies to what is left
+    (aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/types.go, memory()); checked
+    against Karpenter's own figure for every arm64 type in the catalog (tests/catalog/test_sizing.py).
+    """
+    cma = ARM64_VM_OVERHEAD_MI if arch == "arm64" else 0
+    return cma + -(-(memory_mib - cma) * VM_MEMORY_OVERHEAD_PER_MILLE // 1000)  # ceil without floats
 
 
 def allocatable(it: InstanceType) -> Allocatable:
@@ -167,17 +183,16 @@ def allocatable(it: InstanceType) -> Allocatable:
 
 
 def lookup(catalog: Mapping[str, InstanceType], name: str) -> InstanceType:
-    """Find a type by EC2 name; on a typo suggest the closest names instead of a bare KeyError."""
+    """Find a type by EC2 name; otherwise say where to add it, and suggest the closest names."""
     key = name.strip()
     if key in catalog:
         return catalog[key]
+    message = (f"unknown instance type {name!r}: not in the catalog (Karpenter v{KARPENTER_VERSION} reference); "
+               f"add it to clusters/{SITE_CSV_NAME}")
     close = difflib.get_close_matches(key, list(catalog), n=3, cutoff=0.6)
     if close:
-        raise SizingError(f"unknown instance type {name!r}; did you mean {', '.join(close)}?")
-    raise SizingError(
-        f"unknown instance type {name!r}; "
-        "add a line for it to slurmgen/catalog/instances.csv or to your own catalog csv"
-    )
+        message += f"; did you mean {', '.join(close)}?"
+    raise SizingError(message)
 
 
 def _divisors(n: int) -> list[int]:
@@ -190,17 +205,17 @@ def _pods_for_accelerators(it: InstanceType, gpus_per_pod: int | None) -> int:
     if gpus_per_pod is None:
         return 1
     if gpus_per_pod < 1:
-        raise SizingError(f"gpusPerPod must be at least 1, got {gpus_per_pod}")
+        raise SizingError(f"gpusPerPod must be at least 1, got {gpus_per_pod}", "gpusPerPod")
     if not it.has_accelerator:
-        raise SizingError(f"{it.instance_type} has no accelerators; gpusPerPod is {gpus_per_pod}")
+        raise SizingError(f"{it.instance_type} has no accelerators; gpusPerPod is {gpus_per_pod}", "gpusPerPod")
     count, resource = it.accelerator_count, it.accelerator_resource
     if gpus_per_pod > count:
-        raise SizingError(f"{it.instance_type} has {count} {resource}; gpusPerPod is {gpus_per_pod}")
+        raise SizingError(f"{it.instance_type} has {count} {resource}; gpusPerPod is {gpus_per_pod}", "gpusPerPod")
     if count % gpus_per_pod:
         valid = ", ".join(map(str, _divisors(count)))
         raise SizingError(
             f"{it.instance_type} has {count} {resource}; gpusPerPod {gpus_per_pod} does not split them "
-            f"evenly (choose one of {valid})"
+            f"evenly (choose one of {valid})", "gpusPerPod"
         )
     return count // gpus_per_pod
 
@@ -213,10 +228,10 @@ def _pods_per_node(it: InstanceType, gpus_per_pod: int | None, pods_per_node: in
     if it.has_accelerator:
         raise SizingError(
             f"podsPerNode applies to CPU-only types; {it.instance_type} has {it.accelerator_count} "
-            f"{it.accelerator_resource}, use gpusPerPod instead"
+            f"{it.accelerator_resource}, use gpusPerPod instead", "podsPerNode"
         )
     if pods_per_node < 1:
-        raise SizingError(f"podsPerNode must be at least 1, got {pods_per_node}")
+        raise SizingError(f"podsPerNode must be at least 1, got {pods_per_node}", "podsPerNode")
     return pods_per_node
 
 
@@ -225,7 +240,7 @@ def _efa_per_pod(it: InstanceType, efa: bool, pods: int) -> int:
     if not efa:
         return 0
     if not it.has_efa:
-        raise SizingError(f"EFA requested but {it.instance_type} has no EFA interfaces ({EFA_RESOURCE})")
+        raise SizingError(f"EFA requested but {it.instance_type} has no EFA interfaces ({EFA_RESOURCE})", "efa")
     per_pod = it.efa_max // pods
     if per_pod == 0:
         hint = ""
@@ -234,7 +249,7 @@ def _efa_per_pod(it: InstanceType, efa: bool, pods: int) -> int:
             hint = f"; use gpusPerPod >= {ok[0]} or efa: false"
         raise SizingError(
             f"{it.instance_type} has {it.efa_max} {EFA_RESOURCE} for {pods} pods per node, "
-            f"fewer than one per pod{hint}"
+            f"fewer than one per pod{hint}", "efa"
         )
     return per_pod
 
@@ -246,15 +261,27 @@ def _split(it: InstanceType, alloc: Allocatable, reserve: DaemonSetReserve, pods
     free_memory_mi = alloc.memory_mi - reserve_memory_mi
     if free_cpu_m <= 0 or free_memory_mi <= 0:
         raise SizingError(
-            f"DaemonSet reserve ({reserve_cpu_m}m CPU, {reserve_memory_mi}Mi) leaves nothing for slurmd on "
-            f"{it.instance_type} (allocatable {alloc.cpu_m}m CPU, {alloc.memory_mi}Mi)"
+            f"{it.instance_type} is too small for a slurmd pod: the DaemonSet reserve ({reserve_cpu_m}m CPU, "
+            f"{reserve_memory_mi}Mi) leaves nothing of its allocatable ({alloc.cpu_m}m CPU, {alloc.memory_mi}Mi); "
+            "choose a larger type"
         )
     cpu_m = free_cpu_m // pods // CPU_GRANULARITY_M * CPU_GRANULARITY_M
     memory_mi = free_memory_mi // pods
     if cpu_m < 1000:
+        where = f"split into {pods} pods leaves {cpu_m}m CPU per pod" if pods > 1 else \
+            f"leaves {cpu_m}m CPU for slurmd after the DaemonSet reserve ({reserve_cpu_m}m)"
         raise SizingError(
-            f"{it.instance_type} split into {pods} pods leaves {cpu_m}m CPU per pod; "
-            "Slurm needs at least one whole CPU per node"
+            f"{it.instance_type} {where}; Slurm needs at least one whole CPU per node"
+            + ("" if pods > 1 else "; choose a larger type"),
+            "gpusPerPod" if pods > 1 and it.has_accelerator else "instanceType",
+        )
+    if memory_mi < MIN_SLURMD_MEMORY_MI:
+        where = f"split into {pods} pods leaves {memory_mi}Mi per pod" if pods > 1 else \
+            f"leaves {memory_mi}Mi for slurmd after the DaemonSet reserve ({reserve_memory_mi}Mi)"
+        raise SizingError(
+            f"{it.instance_type} {where}; a Slurm node needs at least {MIN_SLURMD_MEMORY_MI}Mi"
+            + ("" if pods > 1 else "; choose a larger type"),
+            "gpusPerPod" if pods > 1 and it.has_accelerator else "instanceType",
         )
     return cpu_m, memory_mi
 

@@ -1,8 +1,8 @@
 """The spec layer: `clusters/<name>.yaml` in, a validated immutable ClusterSpec out."""
 
 from .errors import Problem, SpecError
-from .loader import load_spec, load_specs, parse_text, register_rule
+from .loader import load_spec, load_specs, parse_text, rules_for
 from .model import ClusterSpec, NodeSetSpec, Partition
 
 __all__ = ["ClusterSpec", "NodeSetSpec", "Partition", "Problem", "SpecError",
-           "load_spec", "load_specs", "parse_text", "register_rule"]
+           "load_spec", "load_specs", "parse_text", "rules_for"]

@@ -287,6 +287,6 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def run(spec: dict[str, Any], extra_rules: tuple[Rule, ...] = ()) -> list[Finding]:
-    """All findings of every rule, in rule order."""
-    return [finding for rule in (*RULES, *extra_rules) for finding in rule(spec)]
+def run(spec: dict[str, Any], rules: tuple[Rule, ...] = RULES) -> list[Finding]:
+    """All findings of every rule in `rules` (the loader passes RULES plus the catalog rule), in order."""
+    return [finding for rule in rules for finding in rule(spec)]

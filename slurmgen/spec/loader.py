@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ..catalog.catalog import InstanceType, load_catalog
+from ..catalog.rules import catalog_rule
 from . import _checks, _schema
 from ._yaml import YamlSyntaxError, load_yaml
 from .errors import Problem, SpecError
@@ -16,30 +19,31 @@ from .model import (
 
 MARIADB_NAME = "mariadb"  # the in-cluster MariaDB CR and its Service
 
-# Extra cross-field rules registered by other layers (the compute catalog checks instance types),
-# so the spec layer does not import them.
-_EXTRA_RULES: list[_checks.Rule] = []
+Catalog = Mapping[str, InstanceType]
 
 
-def register_rule(rule: _checks.Rule) -> _checks.Rule:
-    """Add a cross-field rule run on every spec after its schema check passes."""
-    if rule not in _EXTRA_RULES:
-        _EXTRA_RULES.append(rule)
-    return rule
+def rules_for(catalog: Catalog | None = None) -> tuple[_checks.Rule, ...]:
+    """Every cross-field rule a spec must pass: the spec's own, then instance fit against `catalog`.
+
+    Passed explicitly rather than registered at import time, so `parse_text` gives the same answer
+    whichever modules were imported before. None means the packaged catalog (no site additions).
+    """
+    return (*_checks.RULES, catalog_rule(catalog if catalog is not None else load_catalog()))
 
 
-def load_spec(path: Path) -> ClusterSpec:
-    """Load one spec file; raise SpecError listing every problem in it."""
-    return _load(path, path.read_text(encoding="utf-8"))
+def load_spec(path: Path, *, catalog: Catalog | None = None) -> ClusterSpec:
+    """Load one spec file, its instance types checked against `catalog`; raise SpecError listing every problem."""
+    return _load(path, path.read_text(encoding="utf-8"), rules_for(catalog))
 
 
-def load_specs(paths: Iterable[Path]) -> list[ClusterSpec]:
+def load_specs(paths: Iterable[Path], *, catalog: Catalog | None = None) -> list[ClusterSpec]:
     """Load several spec files, collecting the problems of all of them before raising."""
     specs: list[ClusterSpec] = []
     problems: list[Problem] = []
+    rules = rules_for(catalog)
     for path in sorted(paths):
         try:
-            specs.append(load_spec(path))
+            specs.append(_load(path, path.read_text(encoding="utf-8"), rules))
         except SpecError as err:
             problems.extend(err.problems)
         except OSError as err:
@@ -54,12 +58,12 @@ def load_specs(paths: Iterable[Path]) -> list[ClusterSpec]:
     return sorted(specs, key=lambda s: s.name)
 
 
-def parse_text(source: str, text: str) -> ClusterSpec:
+def parse_text(source: str, text: str, *, catalog: Catalog | None = None) -> ClusterSpec:
     """Load a spec from text (tests and tools); `source` names it in messages."""
-    return _load(Path(source), text)
+    return _load(Path(source), text, rules_for(catalog))
 
 
-def _load(path: Path, text: str) -> ClusterSpec:
+def _load(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> ClusterSpec:
     source = str(path)
 
     def fail(findings: Iterable[tuple[str, str]]) -> SpecError:
@@ -83,7 +87,7 @@ def _load(path: Path, text: str) -> ClusterSpec:
     if findings:
         raise fail(findings)
     full = _schema.with_defaults(data)
-    findings = _checks.run(full, tuple(_EXTRA_RULES))
+    findings = _checks.run(full, rules)
     if findings:
         raise fail(findings)
     return _build(source, full)

@@ -1,59 +1,166 @@
-"""The packaged instance catalog matches the research table, and bad csv rows fail loudly."""
+"""The packaged instance catalog is Karpenter's reference, generated; bad csv rows fail loudly."""
 
 from __future__ import annotations
 
-import csv
 import dataclasses
+import hashlib
+import re
 from pathlib import Path
 
 import pytest
 
-from slurmgen.catalog.catalog import COLUMNS, CatalogError, InstanceType, load_catalog, parse_catalog
+from slurmgen.catalog import generate
+from slurmgen.catalog.catalog import (
+    COLUMNS, KARPENTER_VERSION, OPTIONAL_COLUMNS, CatalogError, InstanceType, default_catalog_text, load_catalog,
+    parse_catalog,
+)
 
-REFERENCE_CSV = Path(__file__).resolve().parents[3] / "shared" / "reference" / "instance_types.csv"
-HEADER = ",".join(COLUMNS)
-
-
-def reference_rows() -> list[dict[str, str]]:
-    """Rows of the shared research table; a missing file is a test failure, never a skip."""
-    if not REFERENCE_CSV.is_file():
-        pytest.fail(f"reference table not found at {REFERENCE_CSV}; the catalog tests compare against it")
-    with REFERENCE_CSV.open(newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+REFERENCE_MD = Path(__file__).resolve().parents[3] / "shared" / "reference" / "karpenter-instance-types-v1.14.1.md"
+# The 12 required columns: what a minimal site csv (clusters/instance-types.csv) has.
+HEADER = ",".join(c for c in COLUMNS if c not in OPTIONAL_COLUMNS)
 
 
-def write_csv(tmp_path: Path, *rows: str, name: str = "site.csv") -> Path:
+def write_csv(tmp_path: Path, *rows: str, name: str = "site.csv", header: str = HEADER) -> Path:
     """A user catalog with two comment lines first, so line numbers in errors are checked too."""
     path = tmp_path / name
-    path.write_text("\n".join(["# my site types", "# second comment", HEADER, *rows]) + "\n", encoding="utf-8")
+    path.write_text("\n".join(["# my site types", "# second comment", header, *rows]) + "\n", encoding="utf-8")
     return path
 
 
-def test_every_reference_row_is_in_the_catalog_with_the_same_hardware() -> None:
-    # given the shared research table and the packaged catalog
-    rows = reference_rows()
-    catalog = load_catalog()
-    assert len(rows) == 45
-    for row in rows:
-        # when the type is looked up
-        it = catalog.get(row["instance_type"])
-        # then it exists and every hardware figure agrees
-        assert it is not None, f"{row['instance_type']} missing from slurmgen/catalog/instances.csv"
-        name = it.instance_type
-        assert it.vcpu == int(row["vcpu"]), name
-        assert it.memory_mib == int(row["memory_gib"]) * 1024, name
-        assert it.arch == row["cpu_arch"], name
-        assert it.max_pods == int(row["max_pods_eni"]), name
-        assert it.accelerator_resource == row["accelerator_resource"], name
-        assert it.accelerator_count == int(row["accelerator_count"]), name
-        assert it.accelerator_model == row["accelerator_model"].lower(), name
-        assert it.efa_max == int(row["efa_max_interfaces"]), name
-        assert it.local_nvme_gb == int(row["local_nvme_gb"] or 0), name
-        if row["accel_mem_per_device_mib_ec2api"]:
-            assert it.accelerator_memory_mib == int(row["accel_mem_per_device_mib_ec2api"]), name
-        elif row["accelerator_resource"]:
-            assert it.accelerator_memory_mib == round(float(row["accel_mem_per_device_gib"]) * 1024), name
-        assert it.source.startswith("karpenter"), name
+def provenance() -> dict[str, str]:
+    """The `#   key: value` lines of the packaged csv's generated header."""
+    return dict(re.findall(r"^#\s+(source|karpenter|sha256|types):\s+(\S+)$", default_catalog_text(), re.M))
+
+
+def test_packaged_catalog_records_where_it_was_generated_from() -> None:
+    # given the packaged csv, when its header is read
+    header = provenance()
+    # then it names the reference page, the Karpenter version the sizing follows, a sha256 and the row count
+    assert header["source"] == "karpenter-instance-types-v1.14.1.md"
+    assert header["karpenter"] == f"v{KARPENTER_VERSION}"
+    assert re.fullmatch(r"[0-9a-f]{64}", header["sha256"])
+    assert int(header["types"]) == len(load_catalog()) == 1336
+
+
+def test_every_packaged_row_is_valid_and_the_lazy_catalog_agrees() -> None:
+    # given the packaged csv parsed eagerly (every cell validated) and the lazily parsed default catalog
+    eager = parse_catalog(default_catalog_text(), "instances.csv")
+    lazy = load_catalog()
+    # then both hold the same types with the same facts, every one of them from Karpenter's page
+    assert list(eager) == list(lazy)
+    assert all(lazy[name] == it for name, it in eager.items())
+    assert {it.source for it in eager.values()} == {"karpenter", "karpenter+neuron-docs"}
+
+
+@pytest.mark.parametrize(
+    ("name", "facts"),
+    [
+        # (vcpu, memory_mib, arch, max_pods, resource, count, model, maker, efa, nvme, neuron cores)
+        ("p5.4xlarge", (16, 262144, "amd64", 118, "nvidia.com/gpu", 1, "h100", "nvidia", 1, 3800, 0)),
+        ("c7i.48xlarge", (192, 393216, "amd64", 737, "", 0, "", "", 1, 0, 0)),
+        ("hpc7a.96xlarge", (192, 786432, "amd64", 100, "", 0, "", "", 2, 0, 0)),
+        ("g4dn.12xlarge", (48, 196608, "amd64", 234, "nvidia.com/gpu", 4, "t4", "nvidia", 1, 900, 0)),
+        ("trn2.48xlarge", (192, 2097152, "amd64", 100, "aws.amazon.com/neuron", 16, "trainium2", "aws", 16, 7600, 128)),
+        ("g4ad.16xlarge", (64, 262144, "amd64", 234, "amd.com/gpu", 4, "radeon-pro-v520", "amd", 0, 2400, 0)),
+        ("dl1.24xlarge", (96, 786432, "amd64", 737, "habana.ai/gaudi", 8, "gaudi-hl-205", "habana", 4, 4000, 0)),
+        ("c7g.16xlarge", (64, 131072, "arm64", 737, "", 0, "", "", 1, 0, 0)),
+        # fractional L4: GPU labels, but Karpenter advertises no nvidia.com/gpu, so CPU-only here
+        ("g6f.xlarge", (4, 16384, "amd64", 58, "", 0, "", "", 0, 100, 0)),
+    ],
+)
+def test_new_types_carry_karpenters_labels(name: str, facts: tuple[object, ...]) -> None:
+    # given a type the hand-written catalog did not have, when looked up
+    it = load_catalog()[name]
+    # then its facts are Karpenter's labels and resources for it
+    got = (it.vcpu, it.memory_mib, it.arch, it.max_pods, it.accelerator_resource, it.accelerator_count,
+           it.accelerator_model, it.accelerator_manufacturer, it.efa_max, it.local_nvme_gb, it.neuron_cores)
+    assert got == facts
+
+
+def test_generated_catalog_equals_a_fresh_parse_of_the_reference_page() -> None:
+    # given the research copy of Karpenter's page (optional: shared/ is not a runtime dependency)
+    if not REFERENCE_MD.is_file():
+        pytest.skip(f"{REFERENCE_MD} is absent; the committed instances.csv is tested on its own")
+    text = REFERENCE_MD.read_text(encoding="utf-8")
+    # when the generator runs on it
+    fresh = generate.render(text, file_name=REFERENCE_MD.name, version=KARPENTER_VERSION)
+    # then it reproduces the committed file byte for byte, and the recorded sha256 is the page's
+    assert fresh == default_catalog_text()
+    assert provenance()["sha256"] == hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+SAMPLE_PAGE = """\
+## x9 Family
+### `x9.large`
+#### Labels
+ | Label | Value |
+ |--|--|
+ |karpenter.k8s.aws/instance-cpu|2|
+ |karpenter.k8s.aws/instance-gpu-count|0|
+ |karpenter.k8s.aws/instance-gpu-name|l4|
+ |karpenter.k8s.aws/instance-memory|8192|
+ |kubernetes.io/arch|arm64|
+#### Resources
+ | Resource | Quantity |
+ |--|--|
+ |cpu|1930m|
+ |memory|6937Mi|
+ |pods|29|
+### `x9.2xlarge`
+#### Labels
+ | Label | Value |
+ |--|--|
+ |karpenter.k8s.aws/instance-accelerator-count|2|
+ |karpenter.k8s.aws/instance-accelerator-manufacturer|aws|
+ |karpenter.k8s.aws/instance-accelerator-name|inferentia2|
+ |karpenter.k8s.aws/instance-cpu|8|
+ |karpenter.k8s.aws/instance-memory|32768|
+ |kubernetes.io/arch|amd64|
+#### Resources
+ | Resource | Quantity |
+ |--|--|
+ |aws.amazon.com/neuron|2|
+ |aws.amazon.com/neuroncore|4|
+ |cpu|7910m|
+ |memory|29317Mi|
+ |pods|58|
+ |vpc.amazonaws.com/efa|1|
+"""
+
+
+def test_generator_maps_labels_and_resources_to_columns(tmp_path: Path) -> None:
+    # given a two-type page (a fractional-GPU arm64 type, a Neuron type) written to a versioned file name
+    source = tmp_path / "instance-types-v9.9.9.md"
+    source.write_text(SAMPLE_PAGE, encoding="utf-8")
+    out = tmp_path / "instances.csv"
+    # when the generator runs
+    assert generate.main([str(source), "--out", str(out)]) == 0
+    # then the csv loads, records its provenance, and maps each figure
+    text = out.read_text(encoding="utf-8")
+    assert "#   karpenter: v9.9.9\n" in text and f"#   sha256:    {hashlib.sha256(SAMPLE_PAGE.encode()).hexdigest()}" in text
+    types = parse_catalog(text, str(out))
+    assert list(types) == ["x9.large", "x9.2xlarge"]
+    small, neuron = types["x9.large"], types["x9.2xlarge"]
+    assert (small.arch, small.accelerator_resource, small.accelerator_model, small.karpenter_memory_mi) == (
+        "arm64", "", "", 6937)
+    assert (neuron.accelerator_resource, neuron.accelerator_count, neuron.accelerator_model, neuron.neuron_cores,
+            neuron.accelerator_memory_mib, neuron.efa_max, neuron.source) == (
+        "aws.amazon.com/neuron", 2, "inferentia2", 4, 32768, 1, "karpenter+neuron-docs")
+
+
+def test_generator_refuses_a_page_it_cannot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # given a page whose cpu quantity is not in millicores, and one with no type sections
+    broken = tmp_path / "types-v1.0.0.md"
+    broken.write_text(SAMPLE_PAGE.replace("|cpu|1930m|", "|cpu|2|"), encoding="utf-8")
+    empty = tmp_path / "empty-v1.0.0.md"
+    empty.write_text("# nothing here\n", encoding="utf-8")
+    out = tmp_path / "instances.csv"
+    # when the generator runs on each, then it exits 2 naming the type and field, and writes nothing
+    assert generate.main([str(broken), "--out", str(out)]) == 2
+    assert "x9.large: cpu must look like 123m, got '2'" in capsys.readouterr().err
+    assert generate.main([str(empty), "--out", str(out)]) == 2
+    assert "no '### `type`' sections found" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_properties_describe_the_hardware() -> None:
@@ -78,20 +185,21 @@ def test_default_catalog_is_cached_and_read_only() -> None:
 
 
 def test_user_csv_adds_and_overrides_types(tmp_path: Path) -> None:
-    # given a user csv adding an arm64 type and overriding p5's max pods
+    # given a user csv (the 12 required columns) adding an arm64 type and overriding p5's max pods
     extra = write_csv(
         tmp_path,
-        "m7g.xlarge,4,16384,arm64,58,,0,,0,0,0,user",
+        "zz7.xlarge,4,16384,arm64,58,,0,,0,0,0,user",
         "p5.48xlarge,192,2097152,amd64,110,nvidia.com/gpu,8,h100,81920,32,30400,user",
     )
     # when the catalog is loaded with it
     catalog = load_catalog(extra)
     # then the new type is there, the override wins, and the cached default is untouched
-    assert catalog["m7g.xlarge"].arch == "arm64"
+    assert catalog["zz7.xlarge"].arch == "arm64"
+    assert catalog["zz7.xlarge"].karpenter_cpu_m == 0  # optional column left out: unknown
     assert catalog["p5.48xlarge"].max_pods == 110
     assert catalog["p5.48xlarge"].source == "user"
     assert load_catalog()["p5.48xlarge"].max_pods == 100
-    assert "m7g.xlarge" not in load_catalog()
+    assert "zz7.xlarge" not in load_catalog()
     assert len(catalog) == len(load_catalog()) + 1
 
 
@@ -162,12 +270,24 @@ def test_duplicate_type_in_one_file_is_rejected(tmp_path: Path) -> None:
     assert str(err.value) == f"{extra}:5: duplicate instance_type x1.large (first defined on line 4)"
 
 
+def test_columns_are_read_by_name_in_any_order(tmp_path: Path) -> None:
+    # given a site csv with the full header in another order (source first)
+    columns = ["source", *(c for c in COLUMNS if c != "source")]
+    cells = {"source": "user", "instance_type": "zz8.large", "vcpu": "2", "memory_mib": "8192", "arch": "amd64",
+             "max_pods": "29", "accelerator_manufacturer": "", "karpenter_cpu_m": "1930", "karpenter_memory_mi": "6903"}
+    extra = write_csv(tmp_path, ",".join(cells.get(c, "") for c in columns), header=",".join(columns))
+    # when loaded, then every cell lands in its own field
+    it = load_catalog(extra)["zz8.large"]
+    assert (it.vcpu, it.memory_mib, it.source, it.karpenter_cpu_m, it.karpenter_memory_mi) == (2, 8192, "user", 1930, 6903)
+
+
 def test_wrong_header_and_empty_file_are_rejected() -> None:
-    # given a csv with the columns in the wrong order, and one with no header at all
-    swapped = HEADER.replace("vcpu,memory_mib", "memory_mib,vcpu")
+    # given a header missing vcpu and naming an unknown column, and a csv with no header at all
+    bad = HEADER.replace("vcpu,", "").replace(",source", ",source,colour")
     # when parsed, then the header problem is named with its line
-    with pytest.raises(CatalogError, match=r"^bad\.csv:2: header must be instance_type,vcpu,memory_mib,"):
-        parse_catalog(f"# comment\n{swapped}\n", "bad.csv")
+    with pytest.raises(CatalogError, match=r"^bad\.csv:2: header must name the columns instance_type,vcpu,.*"
+                                           r": unknown column\(s\) colour; missing column\(s\) vcpu$"):
+        parse_catalog(f"# comment\n{bad}\n", "bad.csv")
     with pytest.raises(CatalogError, match=r"^empty\.csv: no header line; expected instance_type,"):
         parse_catalog("# only a comment\n\n", "empty.csv")
 

@@ -7,7 +7,7 @@ from typing import Any, Iterable, Iterator
 
 from . import _checks, _schema
 from ._yaml import YamlSyntaxError, load_yaml
-from .errors import Problem, SpecError
+from .errors import Problem, SpecError, name_keyed
 from .model import (
     Accounting, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, FairShare, Fsx, GitOpsSettings, Images,
     Autoscale, KubePrometheusStack, Login, Policy, PolicyAccount, PolicyUser, Qos, LoginService, MariaDbSettings, Metrics, NodeSetSpec, Partition, Persistence, Placement,
@@ -62,8 +62,9 @@ def parse_text(source: str, text: str) -> ClusterSpec:
 def _load(path: Path, text: str) -> ClusterSpec:
     source = str(path)
 
-    def fail(findings: Iterable[tuple[str, str]]) -> SpecError:
-        return SpecError(Problem(source, p, m) for p, m in findings)
+    def fail(findings: Iterable[tuple[str, str]], data: Any = None) -> SpecError:
+        # Every finding leaves here: index paths become the item names the user wrote.
+        return SpecError(Problem(source, name_keyed(p, data), m) for p, m in findings)
 
     try:
         data = load_yaml(text)
@@ -81,11 +82,11 @@ def _load(path: Path, text: str) -> ClusterSpec:
                                       f"({_schema.schema_version()}); upgrade slurmgen")])
     findings = list(_schema.check(data))
     if findings:
-        raise fail(findings)
+        raise fail(findings, data)
     full = _schema.with_defaults(data)
     findings = _checks.run(full, tuple(_EXTRA_RULES))
     if findings:
-        raise fail(findings)
+        raise fail(findings, full)
     return _build(source, full)
 
 

@@ -6,8 +6,9 @@ file is reported at once.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 from ..quantity import memory_mib
 
@@ -138,11 +139,95 @@ def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
     elif throughput is None and allowed is not None and "dynamic" in fsx and mode == "dynamic":
         yield "storage.fsx.dynamic.perUnitStorageThroughput", f"required for {deployment}: one of {', '.join(map(str, allowed))}"
     zone = fsx.get("zone")
+    region = spec["aws"]["region"]
     for index, ns in enumerate(spec["nodesets"]):
         zones = ns.get("zones", spec["compute"]["zones"])
-        if zone and zones and zone not in zones:
+        if not (zone and _in_region(zone, region) and all(_in_region(z, region) for z in zones)):
+            continue  # a zone outside aws.region is region_coherence's finding; this one would only echo it
+        if zones and zone not in zones:
             yield (f"nodesets[{index}].zones", f"FSx is in {zone}, which this nodeset's zones ({', '.join(zones)}) exclude; "
                    "its pods could not mount it without cross-zone traffic")
+
+
+# Region-bearing values. Zones are names (us-east-1a): the schema refuses zone IDs (use1-az1), since
+# NodePools select on topology.kubernetes.io/zone, which holds the name.
+_ZONE_REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-[0-9])[a-z]$")
+_FSX_DNS_REGION = re.compile(r"^fs-[0-9a-f]+\.fsx\.([a-z0-9-]+)\.amazonaws\.com$")
+_ECR_REGION = re.compile(r"^[0-9]{12}\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?(?:[:/]|$)")
+_EKS_REGION = re.compile(r"^https://[^/]+\.([a-z]{2}(?:-gov)?-[a-z]+-[0-9])\.eks\.amazonaws\.com(?:\.cn)?(?:[:/]|$)")
+
+
+def zone_region(zone: str) -> str | None:
+    """The region of an availability zone name: us-east-1a -> us-east-1."""
+    match = _ZONE_REGION.match(zone)
+    return match.group(1) if match else None
+
+
+def _in_region(zone: str, region: str) -> bool:
+    return zone_region(zone) in (None, region)
+
+
+class _Regional(NamedTuple):
+    """One region-bearing value in use: where it is, the region it names, what it is, how to fix it."""
+
+    path: str
+    region: str
+    what: str
+    kind: str
+    fix: str
+
+
+def _regional_values(spec: dict[str, Any]) -> Iterator[_Regional]:
+    """Every region-bearing value the render uses (a section that is off or unused is not counted)."""
+    zones = "list zones of {region}"
+    for index, zone in enumerate(spec["compute"]["zones"]):
+        yield _Regional(f"compute.zones[{index}]", zone_region(zone) or "", f"zone {zone}", "the zones", zones)
+    for n_index, ns in enumerate(spec["nodesets"]):
+        for index, zone in enumerate(ns.get("zones", [])):
+            yield _Regional(f"nodesets[{n_index}].zones[{index}]", zone_region(zone) or "", f"zone {zone}", "the zones", zones)
+    fsx = spec["storage"]["fsx"]
+    if fsx["enabled"] and "zone" in fsx:
+        yield _Regional("storage.fsx.zone", zone_region(fsx["zone"]) or "", f"zone {fsx['zone']}", "the zones",
+                        "use the file system's own zone, a zone of {region}")
+    dns = fsx.get("static", {}).get("dnsName", "")
+    if fsx["enabled"] and fsx["mode"] == "static" and (match := _FSX_DNS_REGION.match(dns)):
+        yield _Regional("storage.fsx.static.dnsName", match.group(1), "the file system", "the FSx file system",
+                        "mount a file system in {region} (Lustre is not mounted across regions)")
+    secrets = spec["secrets"]
+    region = secrets.get("awsSecretsManager", {}).get("region")
+    if secrets["mode"] == "external-secrets" and region:
+        yield _Regional("secrets.awsSecretsManager.region", region, "Secrets Manager", "Secrets Manager",
+                        "replicate the secrets to {region} and remove this key (it defaults to aws.region)")
+    images = spec["images"]
+    refs = [("images.registry", images["registry"]), ("images.sidecar", images["sidecar"]),
+            *((f"images.overrides.{c}", ref) for c, ref in sorted(images["overrides"].items())),
+            *((f"nodesets[{i}].image", ns["image"]) for i, ns in enumerate(spec["nodesets"]) if "image" in ns)]
+    for path, ref in refs:
+        if match := _ECR_REGION.match(ref):
+            yield _Regional(path, match.group(1), "the ECR registry", "the ECR images",
+                            "pull from a replica in {region} (ECR replication)")
+    if match := _EKS_REGION.match(spec["gitops"]["destinationServer"]):
+        yield _Regional("gitops.destinationServer", match.group(1), "the EKS API endpoint", "the EKS API endpoint",
+                        "point at the EKS cluster in {region}")
+
+
+def region_coherence(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Every zone, the FSx file system, Secrets Manager, ECR and the EKS endpoint are in aws.region.
+
+    A zone outside the region pins NodePools where Karpenter can never launch. When two or more values
+    agree on one other region and none is in aws.region, aws.region itself is the likely typo: one
+    line on aws.region says so instead of one line per value."""
+    region = spec["aws"]["region"]
+    values = [v for v in _regional_values(spec) if v.region]
+    wrong = [v for v in values if v.region != region]
+    others = {v.region for v in values}
+    if len(wrong) > 1 and len(others) == 1:
+        kinds = list(dict.fromkeys(v.kind for v in wrong))
+        listed = ", ".join(kinds[:-1]) + " and " + kinds[-1] if len(kinds) > 1 else kinds[0]
+        yield "aws.region", f"{region}, but {listed} are all in {wrong[0].region}; set aws.region: {wrong[0].region}, or move them to {region}"
+        return
+    for v in wrong:
+        yield v.path, f"{v.what} is in {v.region}, but aws.region is {region}; {v.fix.format(region=region)}"
 
 
 def login_exposure(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -279,6 +364,7 @@ RULES: tuple[Rule, ...] = (
     reservations_match_capacity_type,
     ami_version_matches_family,
     fsx_settings,
+    region_coherence,
     login_exposure,
     database_mode,
     secrets_mode,

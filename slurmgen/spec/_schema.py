@@ -31,7 +31,8 @@ _PATTERN_HINTS = {
     "duration": "must be a duration such as 30s, 5m or 1h",
     "confLine": "must be one slurm.conf line of the form Key=Value",
     "cidr": "must be a CIDR block such as 10.0.0.0/16",
-    "zone": "must be an availability zone name such as us-west-2a",
+    "zone": ("must be an availability zone name such as us-west-2a, not a zone ID (usw2-az1): NodePools select on "
+             "topology.kubernetes.io/zone, which holds the name"),
 }
 
 

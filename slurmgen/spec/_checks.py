@@ -28,17 +28,25 @@ def unique_names(spec: dict[str, Any]) -> Iterator[Finding]:
     yield from _duplicates(spec["partitions"], "partitions")
 
 
-def partition_references(spec: dict[str, Any]) -> Iterator[Finding]:
-    known = [ns["name"] for ns in spec["nodesets"]]
+def _unknown_references(spec: dict[str, Any]) -> Iterator[tuple[int, int, str]]:
+    """(partition index, reference index, name) of every partition reference to no nodeset."""
+    known = {ns["name"] for ns in spec["nodesets"]}
     for p_index, part in enumerate(spec["partitions"]):
         names = part["nodesets"]
         if "ALL" in names and len(names) > 1:
-            yield f"partitions[{p_index}].nodesets", "ALL already means every nodeset; list ALL alone"
-            continue
+            continue  # reported as ALL-with-others, not as unknown
         for n_index, name in enumerate(names):
             if name != "ALL" and name not in known:
-                yield (f"partitions[{p_index}].nodesets[{n_index}]",
-                       f"no nodeset named {name!r}; defined nodesets: {', '.join(known)}")
+                yield p_index, n_index, name
+
+
+def partition_references(spec: dict[str, Any]) -> Iterator[Finding]:
+    known = ", ".join(dict.fromkeys(ns["name"] for ns in spec["nodesets"]))  # a duplicate is listed once
+    for p_index, part in enumerate(spec["partitions"]):
+        if "ALL" in part["nodesets"] and len(part["nodesets"]) > 1:
+            yield f"partitions[{p_index}].nodesets", "ALL already means every nodeset; list ALL alone"
+    for p_index, n_index, name in _unknown_references(spec):
+        yield f"partitions[{p_index}].nodesets[{n_index}]", f"no nodeset named {name!r}; defined nodesets: {known}"
 
 
 def one_default_partition(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -50,11 +58,13 @@ def one_default_partition(spec: dict[str, Any]) -> Iterator[Finding]:
 
 def every_nodeset_in_a_partition(spec: dict[str, Any]) -> Iterator[Finding]:
     used = {n for p in spec["partitions"] for n in p["nodesets"]}
-    if "ALL" in used:
-        return
+    if "ALL" in used or any(_unknown_references(spec)):
+        return  # with a misspelt reference, "in no partition" would only echo it
+    seen: set[str] = set()
     for index, ns in enumerate(spec["nodesets"]):
-        if ns["name"] not in used:
+        if ns["name"] not in used and ns["name"] not in seen:  # a duplicated name is reported once
             yield f"nodesets[{index}].name", f"nodeset {ns['name']!r} is in no partition, so no job can use it; add it to one"
+        seen.add(ns["name"])
 
 
 def no_reserved_slurm_names(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -330,6 +340,7 @@ def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
         where = f"policy.accounts[{index}]"
         if acct["name"] == "root":
             yield f"{where}.name", "root is the implicit top of the tree; use it as a parent"
+            continue  # its parent and cycle would only echo this
         if acct["parent"] != "root" and acct["parent"] not in accounts:
             yield f"{where}.parent", f"no account named {acct['parent']!r}; the tree's single root is 'root'"
         for name in acct.get("qos", []):
@@ -373,6 +384,42 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def run(spec: dict[str, Any], extra_rules: tuple[Rule, ...] = ()) -> list[Finding]:
-    """All findings of every rule, in rule order."""
-    return [finding for rule in (*RULES, *extra_rules) for finding in rule(spec)]
+# The top-level spec sections each rule reads. A rule runs only when all of them passed the schema,
+# so a schema error is never followed by a cross-field "error" that merely echoes it (a nodeset whose
+# name fails the schema must not also make a partition reference look unknown), while rules on the
+# sections that are valid still report in the same run. tests/test_checks.py proves each list is
+# complete by running the rule on specs cut down to those sections.
+READS: dict[Rule, tuple[str, ...]] = {
+    unique_names: ("nodesets", "partitions"),
+    partition_references: ("nodesets", "partitions"),
+    one_default_partition: ("partitions",),
+    every_nodeset_in_a_partition: ("nodesets", "partitions"),
+    no_reserved_slurm_names: ("nodesets", "partitions"),
+    extra_conf_overrides: ("nodesets", "partitions"),
+    fair_share_needs_accounting: ("scheduling", "accounting"),
+    reservations_match_capacity_type: ("nodesets",),
+    ami_version_matches_family: ("compute",),
+    fsx_settings: ("storage", "nodesets", "compute", "aws"),
+    region_coherence: ("aws", "compute", "nodesets", "storage", "secrets", "images", "gitops"),
+    login_exposure: ("login",),
+    database_mode: ("accounting",),
+    secrets_mode: ("secrets", "accounting", "login"),
+    autoscaling: ("autoscaling", "monitoring", "nodesets", "metrics"),
+    policy_references: ("policy", "partitions", "accounting", "scheduling"),
+}
+
+EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule can trust any section
+
+
+def run(spec: dict[str, Any], extra_rules: tuple[Rule, ...] = (), failed: frozenset[str] = frozenset()) -> list[Finding]:
+    """All findings of the rules whose sections are schema-valid, in rule order.
+
+    `failed` names the top-level sections with schema errors. A rule from another layer (the instance
+    catalog) declares no sections, so it runs only when the whole spec passed the schema."""
+    findings: list[Finding] = []
+    for rule in (*RULES, *extra_rules):
+        reads = READS.get(rule)
+        if failed and (reads is None or EVERYTHING in failed or failed.intersection(reads)):
+            continue
+        findings.extend(rule(spec))
+    return findings

@@ -67,6 +67,21 @@ def check(instance: Any) -> Iterator[tuple[str, str]]:
         yield from _explain(err)
 
 
+def failed_sections(instance: Any) -> frozenset[str]:
+    """Top-level keys with a schema error (a missing required section counts); '*' when the top level itself is wrong.
+
+    Cross-field rules skip the sections named here: their data is not what the rules may assume."""
+    failed: set[str] = set()
+    for err in _validator().iter_errors(instance):
+        if err.absolute_path:
+            failed.add(str(err.absolute_path[0]))
+        elif err.validator == "required":
+            failed.update(re.findall(r"'([^']+)' is a required property", err.message))
+        elif err.validator != "additionalProperties":  # an unknown top-level key is read by no rule
+            failed.add("*")
+    return frozenset(failed)
+
+
 def _path_key(path: Any) -> tuple[str, ...]:
     return tuple(f"{p:08d}" if isinstance(p, int) else str(p) for p in path)
 

@@ -81,10 +81,11 @@ def _load(path: Path, text: str) -> ClusterSpec:
         raise fail([("schemaVersion", f"{version} is newer than this generator reads "
                                       f"({_schema.schema_version()}); upgrade slurmgen")])
     findings = list(_schema.check(data))
-    if findings:
-        raise fail(findings, data)
+    failed = _schema.failed_sections(data) if findings else frozenset()
     full = _schema.with_defaults(data)
-    findings = _checks.run(full, tuple(_EXTRA_RULES))
+    # Cross-field rules still run on the sections that passed the schema, so one run reports every
+    # independent problem; a rule reading a section with a schema error is skipped (_checks.READS).
+    findings += _checks.run(full, tuple(_EXTRA_RULES), failed)
     if findings:
         raise fail(findings, full)
     return _build(source, full)

@@ -92,3 +92,12 @@ def test_failed_sections_name_the_top_level_keys_with_errors():
     # WHEN the failed sections are computed
     # THEN compute and the missing nodesets are named; the unknown 'nodeset' key is read by no rule
     assert _schema.failed_sections(data) == frozenset({"compute", "nodesets"})
+
+
+@pytest.mark.parametrize(("zone", "region"), [
+    ("us-east-1a", "us-east-1"), ("eu-central-1c", "eu-central-1"), ("us-gov-west-1a", "us-gov-west-1"),
+    ("use1-az1", None),  # a zone ID names no region the same way; the schema refuses it anyway
+])
+def test_the_region_of_a_zone_name(zone, region):
+    # GIVEN an availability zone name  WHEN its region is asked  THEN it is the name less its letter
+    assert _checks.zone_region(zone) == region

@@ -164,6 +164,7 @@ def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
 _ZONE_REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-[0-9])[a-z]$")
 _FSX_DNS_REGION = re.compile(r"^fs-[0-9a-f]+\.fsx\.([a-z0-9-]+)\.amazonaws\.com$")
 _ECR_REGION = re.compile(r"^[0-9]{12}\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?(?:[:/]|$)")
+_RDS_REGION = re.compile(r"^[a-z0-9-]+\.[a-z0-9-]+\.([a-z]{2}(?:-gov)?-[a-z]+-[0-9])\.rds\.amazonaws\.com(?:\.cn)?$")
 _EKS_REGION = re.compile(r"^https://[^/]+\.([a-z]{2}(?:-gov)?-[a-z]+-[0-9])\.eks\.amazonaws\.com(?:\.cn)?(?:[:/]|$)")
 
 
@@ -216,13 +217,18 @@ def _regional_values(spec: dict[str, Any]) -> Iterator[_Regional]:
         if match := _ECR_REGION.match(ref):
             yield _Regional(path, match.group(1), "the ECR registry", "the ECR images",
                             "pull from a replica in {region} (ECR replication)")
+    accounting = spec["accounting"]
+    host = accounting["database"].get("host", "")
+    if accounting["enabled"] and accounting["database"]["mode"] == "external" and (match := _RDS_REGION.match(host)):
+        yield _Regional("accounting.database.host", match.group(1), "the RDS database", "the accounting database",
+                        "use a database in {region} (slurmdbd would cross regions for every write)")
     if match := _EKS_REGION.match(spec["gitops"]["destinationServer"]):
         yield _Regional("gitops.destinationServer", match.group(1), "the EKS API endpoint", "the EKS API endpoint",
                         "point at the EKS cluster in {region}")
 
 
 def region_coherence(spec: dict[str, Any]) -> Iterator[Finding]:
-    """Every zone, the FSx file system, Secrets Manager, ECR and the EKS endpoint are in aws.region.
+    """Every zone, the FSx file system, Secrets Manager, ECR, an RDS database and the EKS endpoint are in aws.region.
 
     A zone outside the region pins NodePools where Karpenter can never launch. When two or more values
     agree on one other region and none is in aws.region, aws.region itself is the likely typo: one
@@ -400,7 +406,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     reservations_match_capacity_type: ("nodesets",),
     ami_version_matches_family: ("compute",),
     fsx_settings: ("storage", "nodesets", "compute", "aws"),
-    region_coherence: ("aws", "compute", "nodesets", "storage", "secrets", "images", "gitops"),
+    region_coherence: ("aws", "compute", "nodesets", "storage", "secrets", "images", "gitops", "accounting"),
     login_exposure: ("login",),
     database_mode: ("accounting",),
     secrets_mode: ("secrets", "accounting", "login"),

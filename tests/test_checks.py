@@ -101,3 +101,40 @@ def test_failed_sections_name_the_top_level_keys_with_errors():
 def test_the_region_of_a_zone_name(zone, region):
     # GIVEN an availability zone name  WHEN its region is asked  THEN it is the name less its letter
     assert _checks.zone_region(zone) == region
+
+
+def test_garbage_anywhere_is_a_spec_error_never_a_crash():
+    # GIVEN the example spec with one to three values replaced by values of the wrong shape (seeded)
+    import copy
+    import random
+
+    import yaml
+
+    import slurmgen.plan  # noqa: F401 - registers the instance-catalog rule, as a real run does
+    from .conftest import REPO
+
+    base = yaml.safe_load((REPO / "clusters" / "example.yaml").read_text())
+
+    def paths(node, at=()):
+        yield at
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in children:
+            yield from paths(value, (*at, key))
+
+    every = [p for p in paths(base) if p]
+    rng = random.Random(10)
+    for _ in range(120):
+        spec = copy.deepcopy(base)
+        for at in rng.sample(every, rng.randint(1, 3)):
+            parent = spec
+            try:
+                for key in at[:-1]:
+                    parent = parent[key]
+                parent[at[-1]] = rng.choice([5, "x", [], {}, None, [{"name": 1}], {"name": "a"}, True, "us-east-1a"])
+            except (KeyError, IndexError, TypeError):
+                pass  # an earlier replacement removed this path
+        # WHEN it is loaded  THEN it either loads or raises SpecError (one line per problem), nothing else
+        try:
+            parse_text("f.yaml", yaml.safe_dump(spec))
+        except SpecError as err:
+            assert err.problems

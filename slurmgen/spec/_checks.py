@@ -327,21 +327,29 @@ def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
     if spec["scheduling"]["preemptLowerTiers"] and any(q.get("preempt") for q in policy.get("qos", [])):
         yield ("scheduling.preemptLowerTiers",
                "QoS preemption (policy.qos[].preempt) and partition-tier preemption exclude each other; pick one")
+    repeated: set[tuple[str, int]] = set()  # (section, index) of every second and later use of a name
     for section in ("qos", "accounts", "users"):
         seen: set[str] = set()
         for index, item in enumerate(policy.get(section, [])):
             if item["name"] in seen:
                 yield f"policy.{section}[{index}].name", f"duplicate name {item['name']!r}"
+                repeated.add((section, index))
             seen.add(item["name"])
+    # A repeated item's checks that hang on its own name (preempting itself, its place in the tree)
+    # would only echo the duplicate; they run once it is renamed.
     for index, qos in enumerate(policy.get("qos", [])):
         for name in qos.get("preempt", []):
+            if name == qos["name"] and ("qos", index) in repeated:
+                continue
             if name == qos["name"]:
                 yield f"policy.qos[{index}].preempt", "a QoS cannot preempt itself"
             elif name not in qos_names:
                 yield f"policy.qos[{index}].preempt", f"no QoS named {name!r} in policy.qos"
     if "defaultQos" in policy and policy["defaultQos"] not in qos_names:
         yield "policy.defaultQos", f"no QoS named {policy['defaultQos']!r} in policy.qos"
-    accounts = {a["name"]: a for a in policy.get("accounts", [])}
+    accounts: dict[str, dict[str, Any]] = {}
+    for acct in policy.get("accounts", []):
+        accounts.setdefault(acct["name"], acct)  # the first definition of a repeated name
     for index, acct in enumerate(policy.get("accounts", [])):
         where = f"policy.accounts[{index}]"
         if acct["name"] == "root":
@@ -357,6 +365,8 @@ def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
                 yield f"{where}.defaultQos", f"no QoS named {acct['defaultQos']!r} in policy.qos"
             elif acct.get("qos") and acct["defaultQos"] not in acct["qos"]:
                 yield f"{where}.defaultQos", f"{acct['defaultQos']!r} must also be in this account's qos list"
+        if ("accounts", index) in repeated:
+            continue
         chain, node = [acct["name"]], acct["parent"]
         while node != "root" and node in accounts and node not in chain:
             chain.append(node)

@@ -1,7 +1,8 @@
 """Cross-field rules the JSON Schema cannot express (references between sections, uniqueness).
 
 Each rule returns (field path, message) pairs on the *defaulted* spec dict, so every problem in a
-file is reported at once.
+file is reported at once. Paths use list indexes (`nodesets[0].zones`); the loader shows them with
+item names (errors.name_keyed). A rule runs only when the sections it reads (READS) passed the schema.
 """
 
 from __future__ import annotations

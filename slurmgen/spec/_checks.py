@@ -196,7 +196,8 @@ def _regional_values(spec: dict[str, Any]) -> Iterator[_Regional]:
         yield _Regional(f"compute.zones[{index}]", zone_region(zone) or "", f"zone {zone}", "the zones", zones)
     for n_index, ns in enumerate(spec["nodesets"]):
         for index, zone in enumerate(ns.get("zones", [])):
-            yield _Regional(f"nodesets[{n_index}].zones[{index}]", zone_region(zone) or "", f"zone {zone}", "the zones", zones)
+            yield _Regional(f"nodesets[{n_index}].zones[{index}]", zone_region(zone) or "", f"zone {zone}",
+                            "the zones", zones)
     fsx = spec["storage"]["fsx"]
     if fsx["enabled"] and "zone" in fsx:
         yield _Regional("storage.fsx.zone", zone_region(fsx["zone"]) or "", f"zone {fsx['zone']}", "the zones",
@@ -241,7 +242,8 @@ def region_coherence(spec: dict[str, Any]) -> Iterator[Finding]:
     if len(wrong) > 1 and len(others) == 1:
         kinds = list(dict.fromkeys(v.kind for v in wrong))
         listed = ", ".join(kinds[:-1]) + " and " + kinds[-1] if len(kinds) > 1 else kinds[0]
-        yield "aws.region", f"{region}, but {listed} are all in {wrong[0].region}; set aws.region: {wrong[0].region}, or move them to {region}"
+        other = wrong[0].region
+        yield "aws.region", f"{region}, but {listed} are all in {other}; set aws.region: {other}, or move them to {region}"
         return
     for v in wrong:
         yield v.path, f"{v.what} is in {v.region}, but aws.region is {region}; {v.fix.format(region=region)}"

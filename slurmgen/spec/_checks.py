@@ -1,13 +1,15 @@
 """Cross-field rules the JSON Schema cannot express (references between sections, uniqueness).
 
 Each rule returns (field path, message) pairs on the *defaulted* spec dict, so every problem in a
-file is reported at once.
+file is reported at once. Paths use list indexes (`nodesets[0].zones`); the loader shows them with
+item names (errors.name_keyed). A rule runs only when the sections it reads (READS) passed the schema.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 from ..quantity import memory_mib
 
@@ -27,17 +29,25 @@ def unique_names(spec: dict[str, Any]) -> Iterator[Finding]:
     yield from _duplicates(spec["partitions"], "partitions")
 
 
-def partition_references(spec: dict[str, Any]) -> Iterator[Finding]:
-    known = [ns["name"] for ns in spec["nodesets"]]
+def _unknown_references(spec: dict[str, Any]) -> Iterator[tuple[int, int, str]]:
+    """(partition index, reference index, name) of every partition reference to no nodeset."""
+    known = {ns["name"] for ns in spec["nodesets"]}
     for p_index, part in enumerate(spec["partitions"]):
         names = part["nodesets"]
         if "ALL" in names and len(names) > 1:
-            yield f"partitions[{p_index}].nodesets", "ALL already means every nodeset; list ALL alone"
-            continue
+            continue  # reported as ALL-with-others, not as unknown
         for n_index, name in enumerate(names):
             if name != "ALL" and name not in known:
-                yield (f"partitions[{p_index}].nodesets[{n_index}]",
-                       f"no nodeset named {name!r}; defined nodesets: {', '.join(known)}")
+                yield p_index, n_index, name
+
+
+def partition_references(spec: dict[str, Any]) -> Iterator[Finding]:
+    known = ", ".join(dict.fromkeys(ns["name"] for ns in spec["nodesets"]))  # a duplicate is listed once
+    for p_index, part in enumerate(spec["partitions"]):
+        if "ALL" in part["nodesets"] and len(part["nodesets"]) > 1:
+            yield f"partitions[{p_index}].nodesets", "ALL already means every nodeset; list ALL alone"
+    for p_index, n_index, name in _unknown_references(spec):
+        yield f"partitions[{p_index}].nodesets[{n_index}]", f"no nodeset named {name!r}; defined nodesets: {known}"
 
 
 def one_default_partition(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -49,11 +59,13 @@ def one_default_partition(spec: dict[str, Any]) -> Iterator[Finding]:
 
 def every_nodeset_in_a_partition(spec: dict[str, Any]) -> Iterator[Finding]:
     used = {n for p in spec["partitions"] for n in p["nodesets"]}
-    if "ALL" in used:
-        return
+    if "ALL" in used or any(_unknown_references(spec)):
+        return  # with a misspelt reference, "in no partition" would only echo it
+    seen: set[str] = set()
     for index, ns in enumerate(spec["nodesets"]):
-        if ns["name"] not in used:
+        if ns["name"] not in used and ns["name"] not in seen:  # a duplicated name is reported once
             yield f"nodesets[{index}].name", f"nodeset {ns['name']!r} is in no partition, so no job can use it; add it to one"
+        seen.add(ns["name"])
 
 
 def no_reserved_slurm_names(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -138,11 +150,103 @@ def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
     elif throughput is None and allowed is not None and "dynamic" in fsx and mode == "dynamic":
         yield "storage.fsx.dynamic.perUnitStorageThroughput", f"required for {deployment}: one of {', '.join(map(str, allowed))}"
     zone = fsx.get("zone")
+    region = spec["aws"]["region"]
     for index, ns in enumerate(spec["nodesets"]):
         zones = ns.get("zones", spec["compute"]["zones"])
-        if zone and zones and zone not in zones:
+        if not (zone and _in_region(zone, region) and all(_in_region(z, region) for z in zones)):
+            continue  # a zone outside aws.region is region_coherence's finding; this one would only echo it
+        if zones and zone not in zones:
             yield (f"nodesets[{index}].zones", f"FSx is in {zone}, which this nodeset's zones ({', '.join(zones)}) exclude; "
                    "its pods could not mount it without cross-zone traffic")
+
+
+# Region-bearing values. Zones are names (us-east-1a): the schema refuses zone IDs (use1-az1), since
+# NodePools select on topology.kubernetes.io/zone, which holds the name.
+_ZONE_REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-[0-9])[a-z]$")
+_FSX_DNS_REGION = re.compile(r"^fs-[0-9a-f]+\.fsx\.([a-z0-9-]+)\.amazonaws\.com$")
+_ECR_REGION = re.compile(r"^[0-9]{12}\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?(?:[:/]|$)")
+_RDS_REGION = re.compile(r"^[a-z0-9-]+\.[a-z0-9-]+\.([a-z]{2}(?:-gov)?-[a-z]+-[0-9])\.rds\.amazonaws\.com(?:\.cn)?$")
+_EKS_REGION = re.compile(r"^https://[^/]+\.([a-z]{2}(?:-gov)?-[a-z]+-[0-9])\.eks\.amazonaws\.com(?:\.cn)?(?:[:/]|$)")
+
+
+def zone_region(zone: str) -> str | None:
+    """The region of an availability zone name: us-east-1a -> us-east-1."""
+    match = _ZONE_REGION.match(zone)
+    return match.group(1) if match else None
+
+
+def _in_region(zone: str, region: str) -> bool:
+    return zone_region(zone) in (None, region)
+
+
+class _Regional(NamedTuple):
+    """One region-bearing value in use: where it is, the region it names, what it is, how to fix it."""
+
+    path: str
+    region: str
+    what: str
+    kind: str
+    fix: str
+
+
+def _regional_values(spec: dict[str, Any]) -> Iterator[_Regional]:
+    """Every region-bearing value the render uses (a section that is off or unused is not counted)."""
+    zones = "list zones of {region}"
+    for index, zone in enumerate(spec["compute"]["zones"]):
+        yield _Regional(f"compute.zones[{index}]", zone_region(zone) or "", f"zone {zone}", "the zones", zones)
+    for n_index, ns in enumerate(spec["nodesets"]):
+        for index, zone in enumerate(ns.get("zones", [])):
+            yield _Regional(f"nodesets[{n_index}].zones[{index}]", zone_region(zone) or "", f"zone {zone}",
+                            "the zones", zones)
+    fsx = spec["storage"]["fsx"]
+    if fsx["enabled"] and "zone" in fsx:
+        yield _Regional("storage.fsx.zone", zone_region(fsx["zone"]) or "", f"zone {fsx['zone']}", "the zones",
+                        "use the file system's own zone, a zone of {region}")
+    dns = fsx.get("static", {}).get("dnsName", "")
+    if fsx["enabled"] and fsx["mode"] == "static" and (match := _FSX_DNS_REGION.match(dns)):
+        yield _Regional("storage.fsx.static.dnsName", match.group(1), "the file system", "the FSx file system",
+                        "mount a file system in {region} (Lustre is not mounted across regions)")
+    secrets = spec["secrets"]
+    region = secrets.get("awsSecretsManager", {}).get("region")
+    if secrets["mode"] == "external-secrets" and region:
+        yield _Regional("secrets.awsSecretsManager.region", region, "Secrets Manager", "Secrets Manager",
+                        "replicate the secrets to {region} and remove this key (it defaults to aws.region)")
+    images = spec["images"]
+    refs = [("images.registry", images["registry"]), ("images.sidecar", images["sidecar"]),
+            *((f"images.overrides.{c}", ref) for c, ref in sorted(images["overrides"].items())),
+            *((f"nodesets[{i}].image", ns["image"]) for i, ns in enumerate(spec["nodesets"]) if "image" in ns)]
+    for path, ref in refs:
+        if match := _ECR_REGION.match(ref):
+            yield _Regional(path, match.group(1), "the ECR registry", "the ECR images",
+                            "pull from a replica in {region} (ECR replication)")
+    accounting = spec["accounting"]
+    host = accounting["database"].get("host", "")
+    if accounting["enabled"] and accounting["database"]["mode"] == "external" and (match := _RDS_REGION.match(host)):
+        yield _Regional("accounting.database.host", match.group(1), "the RDS database", "the accounting database",
+                        "use a database in {region} (slurmdbd would cross regions for every write)")
+    if match := _EKS_REGION.match(spec["gitops"]["destinationServer"]):
+        yield _Regional("gitops.destinationServer", match.group(1), "the EKS API endpoint", "the EKS API endpoint",
+                        "point at the EKS cluster in {region}")
+
+
+def region_coherence(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Every zone, the FSx file system, Secrets Manager, ECR, an RDS database and the EKS endpoint are in aws.region.
+
+    A zone outside the region pins NodePools where Karpenter can never launch. When two or more values
+    agree on one other region and none is in aws.region, aws.region itself is the likely typo: one
+    line on aws.region says so instead of one line per value."""
+    region = spec["aws"]["region"]
+    values = [v for v in _regional_values(spec) if v.region]
+    wrong = [v for v in values if v.region != region]
+    others = {v.region for v in values}
+    if len(wrong) > 1 and len(others) == 1:
+        kinds = list(dict.fromkeys(v.kind for v in wrong))
+        listed = ", ".join(kinds[:-1]) + " and " + kinds[-1] if len(kinds) > 1 else kinds[0]
+        other = wrong[0].region
+        yield "aws.region", f"{region}, but {listed} are all in {other}; set aws.region: {other}, or move them to {region}"
+        return
+    for v in wrong:
+        yield v.path, f"{v.what} is in {v.region}, but aws.region is {region}; {v.fix.format(region=region)}"
 
 
 def login_exposure(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -226,25 +330,34 @@ def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
     if spec["scheduling"]["preemptLowerTiers"] and any(q.get("preempt") for q in policy.get("qos", [])):
         yield ("scheduling.preemptLowerTiers",
                "QoS preemption (policy.qos[].preempt) and partition-tier preemption exclude each other; pick one")
+    repeated: set[tuple[str, int]] = set()  # (section, index) of every second and later use of a name
     for section in ("qos", "accounts", "users"):
         seen: set[str] = set()
         for index, item in enumerate(policy.get(section, [])):
             if item["name"] in seen:
                 yield f"policy.{section}[{index}].name", f"duplicate name {item['name']!r}"
+                repeated.add((section, index))
             seen.add(item["name"])
+    # A repeated item's checks that hang on its own name (preempting itself, its place in the tree)
+    # would only echo the duplicate; they run once it is renamed.
     for index, qos in enumerate(policy.get("qos", [])):
         for name in qos.get("preempt", []):
+            if name == qos["name"] and ("qos", index) in repeated:
+                continue
             if name == qos["name"]:
                 yield f"policy.qos[{index}].preempt", "a QoS cannot preempt itself"
             elif name not in qos_names:
                 yield f"policy.qos[{index}].preempt", f"no QoS named {name!r} in policy.qos"
     if "defaultQos" in policy and policy["defaultQos"] not in qos_names:
         yield "policy.defaultQos", f"no QoS named {policy['defaultQos']!r} in policy.qos"
-    accounts = {a["name"]: a for a in policy.get("accounts", [])}
+    accounts: dict[str, dict[str, Any]] = {}
+    for acct in policy.get("accounts", []):
+        accounts.setdefault(acct["name"], acct)  # the first definition of a repeated name
     for index, acct in enumerate(policy.get("accounts", [])):
         where = f"policy.accounts[{index}]"
         if acct["name"] == "root":
             yield f"{where}.name", "root is the implicit top of the tree; use it as a parent"
+            continue  # its parent and cycle would only echo this
         if acct["parent"] != "root" and acct["parent"] not in accounts:
             yield f"{where}.parent", f"no account named {acct['parent']!r}; the tree's single root is 'root'"
         for name in acct.get("qos", []):
@@ -255,6 +368,8 @@ def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
                 yield f"{where}.defaultQos", f"no QoS named {acct['defaultQos']!r} in policy.qos"
             elif acct.get("qos") and acct["defaultQos"] not in acct["qos"]:
                 yield f"{where}.defaultQos", f"{acct['defaultQos']!r} must also be in this account's qos list"
+        if ("accounts", index) in repeated:
+            continue
         chain, node = [acct["name"]], acct["parent"]
         while node != "root" and node in accounts and node not in chain:
             chain.append(node)
@@ -279,6 +394,7 @@ RULES: tuple[Rule, ...] = (
     reservations_match_capacity_type,
     ami_version_matches_family,
     fsx_settings,
+    region_coherence,
     login_exposure,
     database_mode,
     secrets_mode,
@@ -287,6 +403,42 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def run(spec: dict[str, Any], rules: tuple[Rule, ...] = RULES) -> list[Finding]:
-    """All findings of every rule in `rules` (the loader passes RULES plus the catalog rule), in order."""
-    return [finding for rule in rules for finding in rule(spec)]
+# The top-level spec sections each rule reads. A rule runs only when all of them passed the schema,
+# so a schema error is never followed by a cross-field "error" that merely echoes it (a nodeset whose
+# name fails the schema must not also make a partition reference look unknown), while rules on the
+# sections that are valid still report in the same run. tests/test_checks.py proves each list is
+# complete by running the rule on specs cut down to those sections.
+READS: dict[Rule, tuple[str, ...]] = {
+    unique_names: ("nodesets", "partitions"),
+    partition_references: ("nodesets", "partitions"),
+    one_default_partition: ("partitions",),
+    every_nodeset_in_a_partition: ("nodesets", "partitions"),
+    no_reserved_slurm_names: ("nodesets", "partitions"),
+    extra_conf_overrides: ("nodesets", "partitions"),
+    fair_share_needs_accounting: ("scheduling", "accounting"),
+    reservations_match_capacity_type: ("nodesets",),
+    ami_version_matches_family: ("compute",),
+    fsx_settings: ("storage", "nodesets", "compute", "aws"),
+    region_coherence: ("aws", "compute", "nodesets", "storage", "secrets", "images", "gitops", "accounting"),
+    login_exposure: ("login",),
+    database_mode: ("accounting",),
+    secrets_mode: ("secrets", "accounting", "login"),
+    autoscaling: ("autoscaling", "monitoring", "nodesets", "metrics"),
+    policy_references: ("policy", "partitions", "accounting", "scheduling"),
+}
+
+EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule can trust any section
+
+
+def run(spec: dict[str, Any], rules: tuple[Rule, ...] = RULES, failed: frozenset[str] = frozenset()) -> list[Finding]:
+    """All findings of the rules whose sections are schema-valid, in rule order.
+
+    `rules` is RULES plus the catalog rule (the loader passes both). `failed` names the top-level sections
+    with schema errors. A rule from another layer (the instance catalog) declares no sections, so it runs only when the whole spec passed the schema."""
+    findings: list[Finding] = []
+    for rule in rules:
+        reads = READS.get(rule)
+        if failed and (reads is None or EVERYTHING in failed or failed.intersection(reads)):
+            continue
+        findings.extend(rule(spec))
+    return findings

@@ -31,7 +31,8 @@ _PATTERN_HINTS = {
     "duration": "must be a duration such as 30s, 5m or 1h",
     "confLine": "must be one slurm.conf line of the form Key=Value",
     "cidr": "must be a CIDR block such as 10.0.0.0/16",
-    "zone": "must be an availability zone name such as us-west-2a",
+    "zone": ("must be an availability zone name such as us-west-2a, not a zone ID (usw2-az1): NodePools select on "
+             "topology.kubernetes.io/zone, which holds the name"),
 }
 
 
@@ -64,6 +65,21 @@ def check(instance: Any) -> Iterator[tuple[str, str]]:
     errors = sorted(_validator().iter_errors(instance), key=lambda e: (_path_key(e.absolute_path), e.validator))
     for err in errors:
         yield from _explain(err)
+
+
+def failed_sections(instance: Any) -> frozenset[str]:
+    """Top-level keys with a schema error (a missing required section counts); '*' when the top level itself is wrong.
+
+    Cross-field rules skip the sections named here: their data is not what the rules may assume."""
+    failed: set[str] = set()
+    for err in _validator().iter_errors(instance):
+        if err.absolute_path:
+            failed.add(str(err.absolute_path[0]))
+        elif err.validator == "required":
+            failed.update(re.findall(r"'([^']+)' is a required property", err.message))
+        elif err.validator != "additionalProperties":  # an unknown top-level key is read by no rule
+            failed.add("*")
+    return frozenset(failed)
 
 
 def _path_key(path: Any) -> tuple[str, ...]:

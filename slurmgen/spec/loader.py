@@ -10,7 +10,7 @@ from ..catalog.catalog import InstanceType, load_catalog
 from ..catalog.rules import catalog_rule
 from . import _checks, _schema
 from ._yaml import YamlSyntaxError, load_yaml
-from .errors import Problem, SpecError
+from .errors import Problem, SpecError, name_keyed
 from .model import (
     Accounting, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, FairShare, Fsx, GitOpsSettings, Images,
     Autoscale, KubePrometheusStack, Login, Policy, PolicyAccount, PolicyUser, Qos, LoginService, MariaDbSettings, Metrics, NodeSetSpec, Partition, Persistence, Placement,
@@ -66,8 +66,9 @@ def parse_text(source: str, text: str, *, catalog: Catalog | None = None) -> Clu
 def _load(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> ClusterSpec:
     source = str(path)
 
-    def fail(findings: Iterable[tuple[str, str]]) -> SpecError:
-        return SpecError(Problem(source, p, m) for p, m in findings)
+    def fail(findings: Iterable[tuple[str, str]], data: Any = None) -> SpecError:
+        # Every finding leaves here: index paths become the item names the user wrote.
+        return SpecError(Problem(source, name_keyed(p, data), m) for p, m in findings)
 
     try:
         data = load_yaml(text)
@@ -84,12 +85,13 @@ def _load(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> ClusterSpec
         raise fail([("schemaVersion", f"{version} is newer than this generator reads "
                                       f"({_schema.schema_version()}); upgrade slurmgen")])
     findings = list(_schema.check(data))
-    if findings:
-        raise fail(findings)
+    failed = _schema.failed_sections(data) if findings else frozenset()
     full = _schema.with_defaults(data)
-    findings = _checks.run(full, rules)
+    # Cross-field rules still run on the sections that passed the schema, so one run reports every
+    # independent problem; a rule reading a section with a schema error is skipped (_checks.READS).
+    findings += _checks.run(full, rules, failed)
     if findings:
-        raise fail(findings)
+        raise fail(findings, full)
     return _build(source, full)
 
 

@@ -1,0 +1,137 @@
+"""Cross-field rules run on the sections that passed the schema, and declare every section they read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slurmgen.spec import SpecError, loader, parse_text
+from slurmgen.spec import _checks, _schema
+from slurmgen.spec._yaml import load_yaml
+
+from .conftest import EXAMPLES, MINIMAL_SPEC
+
+BAD = sorted((Path(__file__).parent / "cases" / "bad").glob("*.yaml"))
+
+
+def _schema_valid_specs() -> list[tuple[str, dict]]:
+    """Every example and every bad case that passes the schema, defaulted as the rules see it."""
+    specs = []
+    for path in [*EXAMPLES, *BAD]:
+        try:
+            data = load_yaml(path.read_text(encoding="utf-8"))
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        if "extends" in data:
+            data = loader._extend(path, data, (path.resolve(),))
+        if not list(_schema.check(data)):
+            specs.append((path.name, _schema.with_defaults(data)))
+    return specs
+
+
+SPECS = _schema_valid_specs()
+
+
+def test_every_rule_declares_the_sections_it_reads():
+    # GIVEN the spec layer's rules and the schema's top-level sections
+    sections = set(_schema.schema()["properties"])
+    # THEN each rule has a READS entry naming only real sections
+    assert set(_checks.RULES) == set(_checks.READS)
+    for rule, reads in _checks.READS.items():
+        assert set(reads) <= sections, rule.__name__
+
+
+@pytest.mark.parametrize("rule", _checks.RULES, ids=[r.__name__ for r in _checks.RULES])
+def test_a_rule_needs_nothing_beyond_its_declared_sections(rule):
+    assert len(SPECS) > 40
+    for name, spec in SPECS:
+        # GIVEN a schema-valid spec cut down to the sections the rule declares
+        cut = {key: value for key, value in spec.items() if key in _checks.READS[rule]}
+        # WHEN the rule runs on it
+        # THEN it finds exactly what it finds on the whole spec (a KeyError means READS is incomplete)
+        assert list(rule(cut)) == list(rule(spec)), name
+
+
+def test_a_schema_error_skips_only_the_rules_reading_that_section():
+    # GIVEN a schema error in nodesets and a login problem the schema cannot see
+    text = MINIMAL_SPEC.replace("instanceType: g5.xlarge}", "instanceType: g5.xlarge, replicas: two}")
+    text += "login: {service: {sourceRanges: [0.0.0.0/0]}}\n"
+    # WHEN it is loaded
+    with pytest.raises(SpecError) as err:
+        parse_text("c.yaml", text)
+    # THEN both are reported, the schema's first
+    assert [p.path for p in err.value.problems] == ["nodesets[gpu].replicas", "login.service.sourceRanges[0]"]
+
+
+def test_a_rule_from_another_layer_runs_only_on_a_schema_valid_spec():
+    # GIVEN a rule registered from outside the spec layer (it declares no sections) that records its calls
+    calls = []
+
+    def rule(spec):
+        calls.append(spec["nodesets"][0]["replicas"])
+        return iter(())
+
+    rules = (*loader.rules_for(), rule)
+    # WHEN a spec with a schema error anywhere is loaded, then a valid one
+    with pytest.raises(SpecError):
+        loader._load(Path("c.yaml"), MINIMAL_SPEC.replace("name: t", "name: T"), rules)
+    loader._load(Path("c.yaml"), MINIMAL_SPEC, rules)
+    # THEN it ran once, on the valid spec
+    assert calls == [1]
+
+
+def test_failed_sections_name_the_top_level_keys_with_errors():
+    # GIVEN a spec with a wrong type under compute and a missing required section
+    data = load_yaml(MINIMAL_SPEC.replace("nodesets:", "nodeset:", 1) + "compute: {zones: 5}\n")
+    # WHEN the failed sections are computed
+    # THEN compute and the missing nodesets are named; the unknown 'nodeset' key is read by no rule
+    assert _schema.failed_sections(data) == frozenset({"compute", "nodesets"})
+
+
+@pytest.mark.parametrize(("zone", "region"), [
+    ("us-east-1a", "us-east-1"), ("eu-central-1c", "eu-central-1"), ("us-gov-west-1a", "us-gov-west-1"),
+    ("use1-az1", None),  # a zone ID names no region the same way; the schema refuses it anyway
+])
+def test_the_region_of_a_zone_name(zone, region):
+    # GIVEN an availability zone name  WHEN its region is asked  THEN it is the name less its letter
+    assert _checks.zone_region(zone) == region
+
+
+def test_garbage_anywhere_is_a_spec_error_never_a_crash():
+    # GIVEN the example spec with one to three values replaced by values of the wrong shape (seeded)
+    import copy
+    import random
+
+    import yaml
+
+    import slurmgen.plan  # noqa: F401 - registers the instance-catalog rule, as a real run does
+    from .conftest import REPO
+
+    base = yaml.safe_load((REPO / "clusters" / "example.yaml").read_text())
+
+    def paths(node, at=()):
+        yield at
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in children:
+            yield from paths(value, (*at, key))
+
+    every = [p for p in paths(base) if p]
+    rng = random.Random(10)
+    for _ in range(120):
+        spec = copy.deepcopy(base)
+        for at in rng.sample(every, rng.randint(1, 3)):
+            parent = spec
+            try:
+                for key in at[:-1]:
+                    parent = parent[key]
+                parent[at[-1]] = rng.choice([5, "x", [], {}, None, [{"name": 1}], {"name": "a"}, True, "us-east-1a"])
+            except (KeyError, IndexError, TypeError):
+                pass  # an earlier replacement removed this path
+        # WHEN it is loaded  THEN it either loads or raises SpecError (one line per problem), nothing else
+        try:
+            parse_text("f.yaml", yaml.safe_dump(spec))
+        except SpecError as err:
+            assert err.problems

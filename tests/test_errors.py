@@ -1,0 +1,69 @@
+"""Error paths name list items as the user wrote them (slurmgen/spec/errors.name_keyed), centrally."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slurmgen.spec import parse_text
+from slurmgen.spec.errors import SpecError, name_keyed
+
+from .conftest import MINIMAL_SPEC
+
+SPEC = {
+    "nodesets": [{"name": "cpu"}, {"name": "gpu"}, {"name": "gpu"}, {"replicas": 1}, {"name": 7}, {"name": "12"},
+                 {"name": "has space"}],
+    "partitions": [{"name": "all", "nodesets": ["cpu", "gpu"]}],
+    "metrics": {"serviceMonitor": {"labels": {"app.kubernetes.io/name": "x"}}},
+    "policy": {"users": [{"name": "jane.doe"}]},
+}
+
+
+@pytest.mark.parametrize(("path", "shown"), [
+    ("nodesets[0].replicas", "nodesets[cpu].replicas"),            # a unique name replaces the index
+    ("nodesets[1].name", "nodesets[1].name"),                      # a duplicated name keeps the index
+    ("nodesets[2].name", "nodesets[2].name"),
+    ("nodesets[3].replicas", "nodesets[3].replicas"),              # no name at all
+    ("nodesets[4].name", "nodesets[4].name"),                      # a name that is not a string
+    ("nodesets[5]", "nodesets[5]"),                                # a name that would read as an index
+    ("nodesets[6].name", "nodesets[6].name"),                      # a name that is not a plain word
+    ("nodesets[9].zones", "nodesets[9].zones"),                    # an index the data does not have
+    ("partitions[0].nodesets[1]", "partitions[all].nodesets[1]"),  # a list of strings keeps its index
+    ("policy.users[0].defaultAccount", "policy.users[jane.doe].defaultAccount"),
+    ("metrics.serviceMonitor.labels.app.kubernetes.io/name", "metrics.serviceMonitor.labels.app.kubernetes.io/name"),
+    ("storage.fsx.zone", "storage.fsx.zone"),                      # a key the data lacks: shown as the rule wrote it
+    ("", ""),
+])
+def test_index_paths_become_name_paths_only_where_the_name_identifies_the_item(path, shown):
+    # GIVEN spec data with named, duplicated, unnamed and oddly named items
+    # WHEN an index path is shown to the user
+    # THEN unique plain names replace indexes and everything else is kept as written
+    assert name_keyed(path, SPEC) == shown
+
+
+def test_rules_yielding_index_paths_are_shown_name_keyed():
+    # GIVEN a rule registered from outside the spec layer that yields an index path (as the catalog rule does)
+    from slurmgen.spec import loader
+
+    def rule(spec):
+        yield "nodesets[1].instanceType", "not offered"
+
+    text = MINIMAL_SPEC.replace("nodesets: [{name: gpu, instanceType: g5.xlarge}]",
+                                "nodesets: [{name: gpu, instanceType: g5.xlarge}, {name: big, instanceType: g5.2xlarge}]")
+    text = text.replace("nodesets: [gpu]", "nodesets: [gpu, big]")
+    # WHEN the spec is loaded with that rule beside the spec layer's own
+    with pytest.raises(SpecError) as err:
+        loader._load(Path("c.yaml"), text, (*loader.rules_for(), rule))
+    # THEN the formatter shows the item by its name
+    assert [str(p) for p in err.value.problems] == ["c.yaml: nodesets[big].instanceType: not offered"]
+
+
+def test_schema_errors_use_the_names_of_the_raw_spec():
+    # GIVEN a nodeset whose replicas has the wrong type
+    text = MINIMAL_SPEC.replace("{name: gpu, instanceType: g5.xlarge}", "{name: gpu, instanceType: g5.xlarge, replicas: two}")
+    # WHEN it is loaded
+    with pytest.raises(SpecError) as err:
+        parse_text("c.yaml", text)
+    # THEN the line names the nodeset
+    assert [str(p) for p in err.value.problems] == ["c.yaml: nodesets[gpu].replicas: expected an integer, got string 'two'"]

@@ -27,6 +27,17 @@ def unique_names(spec: dict[str, Any]) -> Iterator[Finding]:
     yield from _duplicates(spec["partitions"], "partitions")
 
 
+def include_in_all(ns: dict[str, Any]) -> bool:
+    """A nodeset's membership of [ALL] partitions: its own includeInAll, else not for spot or autoscaled ones.
+
+    A job in a shared default partition that lands on a spot node keeps it alive and is lost when it is
+    reclaimed; and KEDA scales an autoscaled nodeset on its own partitions' queue, not on `all`.
+    """
+    if "includeInAll" in ns:
+        return bool(ns["includeInAll"])
+    return ns.get("capacityType", "on-demand") != "spot" and ns.get("autoscale") is None
+
+
 def partition_references(spec: dict[str, Any]) -> Iterator[Finding]:
     known = [ns["name"] for ns in spec["nodesets"]]
     for p_index, part in enumerate(spec["partitions"]):
@@ -38,6 +49,10 @@ def partition_references(spec: dict[str, Any]) -> Iterator[Finding]:
             if name != "ALL" and name not in known:
                 yield (f"partitions[{p_index}].nodesets[{n_index}]",
                        f"no nodeset named {name!r}; defined nodesets: {', '.join(known)}")
+        if names == ["ALL"] and not any(include_in_all(ns) for ns in spec["nodesets"]):
+            yield (f"partitions[{p_index}].nodesets",
+                   "ALL matches no nodeset: spot and autoscaled nodesets join ALL only with includeInAll: true; "
+                   "set it on one or list the nodesets")
 
 
 def one_default_partition(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -50,7 +65,10 @@ def one_default_partition(spec: dict[str, Any]) -> Iterator[Finding]:
 def every_nodeset_in_a_partition(spec: dict[str, Any]) -> Iterator[Finding]:
     used = {n for p in spec["partitions"] for n in p["nodesets"]}
     if "ALL" in used:
-        return
+        in_all = {ns["name"] for ns in spec["nodesets"] if include_in_all(ns)}
+        if not in_all:
+            return  # partition_references already says that ALL matches nothing
+        used |= in_all
     for index, ns in enumerate(spec["nodesets"]):
         if ns["name"] not in used:
             yield f"nodesets[{index}].name", f"nodeset {ns['name']!r} is in no partition, so no job can use it; add it to one"

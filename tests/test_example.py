@@ -134,7 +134,7 @@ def test_nodeset_gpu_and_efa_limits_match_slurm_gres(example):
     ns = by_kind(example, "NodeSet")["slurm-worker-slinky"]["spec"]
     limits = ns["slurmd"]["resources"]["limits"]
     requests = ns["slurmd"]["resources"]["requests"]
-    # extended resources: limits == requests; CPU and memory: requests only (Slinky 1.2.1, slurm-operator#261)
+    # extended resources: limits == requests; CPU and memory: requests only (see PodShape.limits)
     assert limits == {"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "1"}
     assert {k: requests[k] for k in limits} == limits and {"cpu", "memory"} <= set(requests)
     assert "Gres=gpu:a10g:1" in ns["extraConf"].split(" ")

@@ -3,7 +3,9 @@
 Pitfalls avoided (slinky-operator.md §3.8): every container wrapper sets `image` (the operator has
 no defaults); NodeSet `extraConf` is single-space `Key=Value` tokens; `partition.config` is one
 line; `ssh` is never emitted half-set; config files are ConfigMaps named in `configFileRefs` and
-synced before the Controller, whose webhook reads them at admission.
+synced before the Controller, whose webhook reads them at admission; partitions only name nodesets
+this extraConf defines itself (nodeset_lines); the Controller's pod rolls when a config file changes
+(CONFIG_FILES_HASH).
 """
 
 from __future__ import annotations

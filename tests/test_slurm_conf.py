@@ -102,6 +102,7 @@ def test_controller_sets_the_cgroup_task_plugin_and_cgroup_accounting(rendered):
         # THEN slurm.conf loads task/cgroup (which applies Constrain*) stacked with task/affinity, and
         # gathers job accounting from the cgroups; the operator writes neither line itself
         assert "TaskPlugin=task/cgroup,task/affinity" in conf, name
+        assert "ProctrackType=proctrack/cgroup" in conf, name
         assert "JobAcctGatherType=jobacct_gather/cgroup" in conf, name
         assert "ConstrainCores=yes" in cgroup and "ConstrainRAMSpace=yes" in cgroup, name
 

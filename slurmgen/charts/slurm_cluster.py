@@ -52,17 +52,23 @@ GRES_CONF = "AutoDetect=nvidia\n"
 # Pod-template annotation on the Controller that carries a hash of our configFileRefs ConfigMaps.
 # slurm-operator v1.2.1 hashes only its own `<name>-config` ConfigMap into the slurmctld pod
 # (internal/builder/controllerbuilder/controller_app.go, getHashes) and does not watch the
-# ConfigMaps named in configFileRefs; inplaceReconfigure defaults to false. A changed hash changes
-# the StatefulSet template, so slurmctld restarts with the new files, and its
-# SlurmctldParameters=reconfig_on_restart (always written by the operator, controller_config.go)
-# makes every slurmd and sackd reconfigure and fetch them configless (Slurm 25.11+, slurm.conf(5)).
+# ConfigMaps named in configFileRefs (internal/controller/controller/controller_controller.go owns
+# its own ConfigMaps and watches only Accounting, NodeSet and Secret); inplaceReconfigure defaults
+# to false. A changed hash changes the StatefulSet template, so slurmctld restarts with the new
+# files, and its SlurmctldParameters=reconfig_on_restart (always written by the operator,
+# controller_config.go) makes every slurmd and sackd reconfigure and fetch them configless
+# (Slurm 25.11+, slurm.conf(5)). NodeSet and LoginSet pods mount none of these files (workerbuilder
+# nodesetVolumes: slurm.key only; loginbuilder: configless sackd), so their templates need no hash,
+# and no slurmd pod (with its jobs) is recreated for a config edit.
 CONFIG_FILES_HASH = "slurmgen.dev/config-files-hash"
 
 # Always written: without a task plugin nothing in cgroup.conf is enforced (ConstrainCores/RAMSpace/
 # Devices act through task/cgroup), and the operator writes neither (controller_config.go,
 # buildSlurmConf). The stack is the one slurm.conf(5) recommends; both plugins are in the image's
-# slurm-smd package (Slurm's own debian packaging, built with hwloc and dbus).
-TASK_CONF = ("TaskPlugin=task/cgroup,task/affinity", "JobAcctGatherType=jobacct_gather/cgroup")
+# slurm-smd package (Slurm's own debian packaging, built with hwloc and dbus). ProctrackType is
+# explicit because its default depends on the build (src/common/read_config.h, WITH_CGROUP).
+TASK_CONF = ("ProctrackType=proctrack/cgroup", "TaskPlugin=task/cgroup,task/affinity",
+             "JobAcctGatherType=jobacct_gather/cgroup")
 
 class SlurmClusterChart(UnitChart):
     unit = "slurm"

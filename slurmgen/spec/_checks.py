@@ -55,6 +55,17 @@ def partition_references(spec: dict[str, Any]) -> Iterator[Finding]:
                    "set it on one or list the nodesets")
 
 
+def features_are_not_nodeset_names(spec: dict[str, Any]) -> Iterator[Finding]:
+    """A feature named like another nodeset would pull these nodes into that nodeset: Slurm NodeSets
+    are defined by feature (`NodeSet=<n> Feature=<n>`), and every node carries its nodeset's name."""
+    names = {ns["name"] for ns in spec["nodesets"]}
+    for index, ns in enumerate(spec["nodesets"]):
+        for f_index, feature in enumerate(ns["features"]):
+            if feature in names and feature != ns["name"]:
+                yield (f"nodesets[{index}].features[{f_index}]",
+                       f"{feature!r} is another nodeset's name; its partitions would take these nodes too")
+
+
 def one_default_partition(spec: dict[str, Any]) -> Iterator[Finding]:
     defaults = [i for i, p in enumerate(spec["partitions"]) if p["default"]]
     for index in defaults[1:]:
@@ -290,6 +301,7 @@ RULES: tuple[Rule, ...] = (
     unique_names,
     partition_references,
     one_default_partition,
+    features_are_not_nodeset_names,
     every_nodeset_in_a_partition,
     no_reserved_slurm_names,
     extra_conf_overrides,

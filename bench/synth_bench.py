@@ -61,7 +61,9 @@ def fleet(root: Path, nodesets: int) -> list[Path]:
             "gitops": {"repoURL": "https://github.com/example-org/slurm-gitops.git"},
             "autoscaling": {"prometheusAddress": "http://prometheus.monitoring:9090"},
             "nodesets": [{"name": n, "instanceType": TYPES[i % len(TYPES)], "replicas": 1 + i % 4,
-                          **({"autoscale": {"max": 8}} if i % 3 == 0 else {})} for i, n in enumerate(names)],
+                          # autoscaled ones opt into ALL, so `all` is never empty (1 nodeset)
+                          **({"autoscale": {"max": 8}, "includeInAll": True} if i % 3 == 0 else {})}
+                         for i, n in enumerate(names)],
             "partitions": [{"name": n, "nodesets": [n]} for n in names] + [{"name": "all", "nodesets": ["ALL"],
                                                                           "default": True}],
             "storage": {"fsx": {"enabled": True, "sizeGiB": 2400, "zone": "us-west-2a", "static": {

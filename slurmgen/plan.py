@@ -73,11 +73,31 @@ class NodeSetPlan:
     def slurm_conf(self) -> str:
         """slurmd --conf tokens: Features, Gres/CPUs/RealMemory from sizing, then the user's extras."""
         conf: dict[str, str] = {}
-        if self.nodeset.features:
-            conf["Features"] = ",".join(self.nodeset.features)
+        features = extra_features(self.nodeset.name, self.nodeset.features)
+        if features:
+            conf["Features"] = ",".join(features)
         conf.update(slurm_node_conf(self.instance, self.shape))
-        conf.update(dict(self.nodeset.extra_slurmd_conf))
+        extras = dict(self.nodeset.extra_slurmd_conf)
+        if "CpuSpecList" in extras:
+            conf.pop("CoreSpecCount", None)  # Slurm refuses a node that sets both
+        conf.update(extras)
         return format_node_conf(conf)
+
+
+def extra_features(nodeset: str, features: tuple[str, ...]) -> tuple[str, ...]:
+    """The features to pass besides the nodeset's own name, each once, in the spec's order.
+
+    The operator always puts the nodeset name first and appends ours after a comma without
+    deduplicating (slurm-operator v1.2.1 internal/builder/workerbuilder/worker_app.go,
+    slurmdConfArgs), so `features: [spot]` on nodeset `spot` would become `Features=spot,spot`.
+    """
+    seen = {nodeset}
+    out: list[str] = []
+    for feature in features:
+        if feature not in seen:
+            seen.add(feature)
+            out.append(feature)
+    return tuple(out)
 
 
 COMPUTE_TAINT = "slurmgen.dev/compute"

@@ -119,9 +119,10 @@ def test_controller_is_protected_and_synced_after_its_config(example):
 def test_partitions_slinky_backfill_and_default_all(example):
     conf = by_kind(example, "Controller")["slurm"]["spec"]["extraConf"]
     assert "GresTypes=gpu\n" in conf
-    # every partition gets a default memory per GPU, so a job without --mem does not take a whole node
-    assert ("PartitionName=all Nodes=ALL State=UP Default=YES MaxTime=UNLIMITED PriorityTier=5 "
-            "DefMemPerGPU=28390\n") in conf
+    # every partition gets a default memory per GPU, so a job without --mem does not take a whole node;
+    # [ALL] is written as the nodesets in it: not the autoscaled spot nodeset, which did not opt in
+    assert ("PartitionName=all Nodes=slinky State=UP Default=YES MaxTime=UNLIMITED PriorityTier=5 "
+            "DefMemPerGPU=115956\n") in conf
     assert ("PartitionName=backfill Nodes=spot State=UP MaxTime=1-00:00:00 PriorityTier=1 AllowQos=scavenger "
             "DefMemPerGPU=28390\n") in conf
     slinky = by_kind(example, "NodeSet")["slurm-worker-slinky"]["spec"]
@@ -134,7 +135,7 @@ def test_nodeset_gpu_and_efa_limits_match_slurm_gres(example):
     ns = by_kind(example, "NodeSet")["slurm-worker-slinky"]["spec"]
     limits = ns["slurmd"]["resources"]["limits"]
     requests = ns["slurmd"]["resources"]["requests"]
-    # extended resources: limits == requests; CPU and memory: requests only (Slinky 1.2.1, slurm-operator#261)
+    # extended resources: limits == requests; CPU and memory: requests only (see PodShape.limits)
     assert limits == {"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "1"}
     assert {k: requests[k] for k in limits} == limits and {"cpu", "memory"} <= set(requests)
     assert "Gres=gpu:a10g:1" in ns["extraConf"].split(" ")

@@ -16,6 +16,7 @@ from slurmgen.catalog.catalog import load_catalog
 from slurmgen.catalog.sizing import SizingError, pod_resources
 from slurmgen.output import dump
 from slurmgen.spec import parse_text
+from slurmgen.spec._checks import include_in_all
 from slurmgen.verify import verify
 from tests.conftest import CRDS
 
@@ -53,8 +54,13 @@ def nodesets(draw, names):
             ns["autoscale"] = {"min": draw(st.integers(0, 2)), "max": draw(st.integers(2, 16))}
         else:
             ns["replicas"] = draw(st.integers(0, 12))
+        included = draw(st.sampled_from([None, True, False]))
+        if included is not None:
+            ns["includeInAll"] = included
         pod_resources(it, gpus_per_pod=ns.get("gpusPerPod"), efa=ns.get("efa", False))  # sanity
         out.append(ns)
+    if not any(include_in_all(ns) for ns in out):
+        out[0]["includeInAll"] = True  # the `all` partition must match a nodeset
     return out
 
 

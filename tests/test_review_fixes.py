@@ -9,8 +9,9 @@ from tests.conftest import MINIMAL_SPEC
 
 
 def test_slurmd_has_no_cpu_or_memory_limits(rendered):
-    # Slinky 1.2.1 turns CPU/memory limits into CoreSpecCount/MemSpecLimit after an empty Topology=
-    # token and the node registers INVALID_REG (slurm-operator#261)
+    # Slurm's share is written explicitly (CoreSpecCount, RealMemory: tests/test_slurm_conf.py); limits
+    # would make the entrypoint add its own, and the operator after v1.2.1 puts an empty Topology=
+    # before them (slurm-operator#261)
     nodesets = [(rel, obj) for c in rendered.values() for rel, obj in c.files.items() if obj["kind"] == "NodeSet"]
     assert len(nodesets) == sum(len(c.spec.nodesets) for c in rendered.values())
     for rel, obj in nodesets:

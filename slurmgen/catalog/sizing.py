@@ -5,8 +5,8 @@ node's allocatable (AL2023, default kubelet). If the slurmd pod asks for more th
 never launches the type; if it asks for much less, GPUs sit next to idle CPU and memory. So the
 slurmd pod is sized from the very same formula (reference argocd-karpenter-fsx-nlb.md §2.6),
 minus a reserve for the DaemonSets that share the node. Accelerators and EFA carry equal limits;
-CPU and memory are requests only (see PodShape.limits), and Slurm is kept inside the memory
-request by RealMemory (slurm_node_conf).
+CPU and memory are requests only (see PodShape.limits), and Slurm is kept inside them by
+CoreSpecCount (or CPUs on split nodes) and RealMemory (slurm_node_conf).
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ class DaemonSetReserve:
       + FSx CSI node 10m (its pinned chart's default); the NVIDIA device plugin, node-exporter and
       Pod Identity agent request nothing by default. ~170m, so 190m leaves a little slack on small
       nodes, and the 1 % share (1.9 cores on a 192-vCPU node) covers add-ons such as CloudWatch or
-      node-monitoring agents on the big ones. slurmd sets no CPU limit (see PodShape.limits), so this
-      reserve only costs scheduling headroom, never CPUs Slurm can use. Confirm with
+      node-monitoring agents on the big ones. Slurm is held to the request in whole cores
+      (CoreSpecCount, see slurm_node_conf), so the reserve and kubelet's share stay free of jobs. Confirm with
       `kubectl describe node` on a first node and raise it (compute.daemonSetReserve) if needed.
     - Memory covers what those agents actually *use* (~300-400 Mi working set together), not just
       their requests (~20 Mi): slurmd's jobs, held to RealMemory, would otherwise push the node into
@@ -129,10 +129,14 @@ class PodShape:
     def limits(self) -> dict[str, str]:
         """Limits for the extended resources only (they must equal their requests); none for CPU/memory.
 
-        Slinky 1.2.1 turns CPU and memory limits into `CoreSpecCount`/`MemSpecLimit` after an empty
-        `Topology=` token, and Slurm then refuses the node (DRAIN+INVALID_REG: slurm-operator#261,
-        containers#20, open). Without them slurmd registers; `RealMemory` keeps Slurm inside the
-        memory request, and the requests still place one pod per node (or per split).
+        Checked at the pinned versions: slurm-operator v1.2.1 passes limits as POD_CPUS/POD_MEMORY
+        (internal/builder/workerbuilder/worker_app.go) and the 26.05 image's slurmd-entrypoint.sh
+        turns them into CoreSpecCount/MemSpecLimit, adding `Topology=` only when the node has one; the
+        empty `Topology=` of slurm-operator#261 comes from the operator's main branch after v1.2.1
+        (slurmdConfArgs writes `Topology='"$SLINKY_TOPOLOGY"'`), so the next upgrade would bring it.
+        Limits stay off anyway: Slurm's share is written explicitly instead (CoreSpecCount and
+        RealMemory in slurm_node_conf, from the requests), so it does not depend on the entrypoint,
+        and jobs are not CFS-throttled below what Slurm granted them.
         """
         return {k: v for k, v in self.requests().items() if k not in ("cpu", "memory")}
 
@@ -321,12 +325,42 @@ def slurm_real_memory_mb(shape: PodShape) -> int:
     return max(shape.memory_mi - headroom, 1)
 
 
+def threads_per_core(it: InstanceType) -> int:
+    """Hardware threads per core: 2 on every amd64 type in the catalog (SMT on), 1 on Graviton.
+
+    EC2 types with SMT off (hpc6a, hpc7a) are not in the catalog; a user row for one would need this
+    to say 1, else Slurm is offered half the cores it could use (never more than it has).
+    """
+    return 1 if it.arch == "arm64" else 2
+
+
+def slurm_cores(it: InstanceType, shape: PodShape) -> int:
+    """Whole cores a whole-node slurmd may give to jobs: the pod's CPU request in cores, at least one.
+
+    select/cons_tres with CR_Core_Memory allocates whole cores, so the request is floored to a core;
+    the floor of one core is the only case where Slurm may use more than the request (2-vCPU types).
+    """
+    return max(1, shape.cpu_m // (1000 * threads_per_core(it)))
+
+
+def slurm_cpus(it: InstanceType, shape: PodShape) -> int:
+    """CPUs Slurm schedules on one slurmd: its share of a split node, else its cores' threads."""
+    if shape.pods_per_node > 1:
+        return shape.cpu_m // 1000
+    return slurm_cores(it, shape) * threads_per_core(it)
+
+
 def slurm_node_conf(it: InstanceType, shape: PodShape) -> dict[str, str]:
-    """Slurm's view of one slurmd pod, as ordered slurm.conf node keys (CPUs, RealMemory, Gres).
+    """Slurm's view of one slurmd pod, as ordered slurm.conf node keys (CPUs/CoreSpecCount, RealMemory, Gres).
 
     - CPUs: only when a node is split between pods (whole CPUs of the pod's request), so each
-      slurmd offers its share; a whole-node slurmd reports the CPUs it detects (a `CPUs=` without
-      the socket/core layout risks a registration mismatch).
+      slurmd offers its share.
+    - CoreSpecCount: on a whole-node slurmd, the cores beyond the pod's CPU request, reserved for the
+      kubelet and the DaemonSets (with task/cgroup and ConstrainCores, jobs never run on them). The
+      image's entrypoint would derive the same from a CPU *limit* (containers
+      schedmd/slurm/26.05/ubuntu26.04 slurmd-entrypoint.sh, calculateCoreSpecCount), but only from a
+      limit, which we do not set (see PodShape.limits); so it is written here from the request.
+      A `CPUs=` below the detected count would need the socket/core layout to register cleanly.
     - RealMemory: in Slurm "MB" (MiB), slightly below the container limit (see slurm_real_memory_mb).
     - Gres: ``gpu:<model>:<n>`` for NVIDIA only. Neuron gets no Gres on purpose: the reference only
       documents GPU GRES (GresTypes=gpu, AutoDetect=nvidia/nvml); Slurm cannot auto-detect Neuron
@@ -334,7 +368,13 @@ def slurm_node_conf(it: InstanceType, shape: PodShape) -> dict[str, str]:
       schedule devices it cannot bind. Device isolation for Neuron stays with Kubernetes (the pod
       only sees the aws.amazon.com/neuron devices it was given).
     """
-    conf = {"CPUs": str(shape.cpu_m // 1000)} if shape.pods_per_node > 1 else {}
+    conf: dict[str, str] = {}
+    if shape.pods_per_node > 1:
+        conf["CPUs"] = str(slurm_cpus(it, shape))
+    else:
+        spare = it.vcpu // threads_per_core(it) - slurm_cores(it, shape)
+        if spare > 0:
+            conf["CoreSpecCount"] = str(spare)
     conf["RealMemory"] = str(slurm_real_memory_mb(shape))
     if it.is_nvidia and shape.accelerators:
         model = f"{it.accelerator_model}:" if it.accelerator_model else ""

@@ -3,17 +3,21 @@
 Pitfalls avoided (slinky-operator.md §3.8): every container wrapper sets `image` (the operator has
 no defaults); NodeSet `extraConf` is single-space `Key=Value` tokens; `partition.config` is one
 line; `ssh` is never emitted half-set; config files are ConfigMaps named in `configFileRefs` and
-synced before the Controller, whose webhook reads them at admission.
+synced before the Controller, whose webhook reads them at admission; partitions only name nodesets
+this extraConf defines itself (nodeset_lines); the Controller's pod rolls when a config file changes
+(CONFIG_FILES_HASH).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Mapping
 
 from constructs import Construct
 
 from .. import naming
-from ..catalog.sizing import slurm_real_memory_mb
+from ..catalog.sizing import slurm_cpus, slurm_real_memory_mb
 from ..plan import DO_NOT_DISRUPT, NodeSetPlan
 from ..spec import ClusterSpec, Partition
 from ._objects import KEEP, SYNC_OPTIONS, emit, wave
@@ -42,6 +46,29 @@ ConstrainRAMSpace=yes
 ConstrainDevices=yes
 ConstrainSwapSpace=yes
 """
+
+GRES_CONF = "AutoDetect=nvidia\n"
+
+# Pod-template annotation on the Controller that carries a hash of our configFileRefs ConfigMaps.
+# slurm-operator v1.2.1 hashes only its own `<name>-config` ConfigMap into the slurmctld pod
+# (internal/builder/controllerbuilder/controller_app.go, getHashes) and does not watch the
+# ConfigMaps named in configFileRefs (internal/controller/controller/controller_controller.go owns
+# its own ConfigMaps and watches only Accounting, NodeSet and Secret); inplaceReconfigure defaults
+# to false. A changed hash changes the StatefulSet template, so slurmctld restarts with the new
+# files, and its SlurmctldParameters=reconfig_on_restart (always written by the operator,
+# controller_config.go) makes every slurmd and sackd reconfigure and fetch them configless
+# (Slurm 25.11+, slurm.conf(5)). NodeSet and LoginSet pods mount none of these files (workerbuilder
+# nodesetVolumes: slurm.key only; loginbuilder: configless sackd), so their templates need no hash,
+# and no slurmd pod (with its jobs) is recreated for a config edit.
+CONFIG_FILES_HASH = "slurmgen.dev/config-files-hash"
+
+# Always written: without a task plugin nothing in cgroup.conf is enforced (ConstrainCores/RAMSpace/
+# Devices act through task/cgroup), and the operator writes neither (controller_config.go,
+# buildSlurmConf). The stack is the one slurm.conf(5) recommends; both plugins are in the image's
+# slurm-smd package (Slurm's own debian packaging, built with hwloc and dbus). ProctrackType is
+# explicit because its default depends on the build (src/common/read_config.h, WITH_CGROUP).
+TASK_CONF = ("ProctrackType=proctrack/cgroup", "TaskPlugin=task/cgroup,task/affinity",
+             "JobAcctGatherType=jobacct_gather/cgroup")
 
 class SlurmClusterChart(UnitChart):
     unit = "slurm"
@@ -89,11 +116,15 @@ class SlurmClusterChart(UnitChart):
 
     # -- objects -------------------------------------------------------------------------------
 
-    def _config_files(self) -> None:
+    def _config_file_data(self) -> dict[str, dict[str, str]]:
+        """The ConfigMaps the Controller mounts through configFileRefs: {name: data}."""
         files = {naming.CGROUP_CONF: {"cgroup.conf": CGROUP_CONF}}
         if self._has_gpus:
-            files[naming.GRES_CONF] = {"gres.conf": "AutoDetect=nvidia\n"}
-        for name, data in files.items():
+            files[naming.GRES_CONF] = {"gres.conf": GRES_CONF}
+        return files
+
+    def _config_files(self) -> None:
+        for name, data in self._config_file_data().items():
             emit(self, api_version="v1", kind="ConfigMap", name=name, namespace=self.spec.namespace,
                  annotations=wave(WAVE_CONFIG), body={"data": data})
 
@@ -107,14 +138,14 @@ class SlurmClusterChart(UnitChart):
             "slurmctld": {"image": image},
             "reconfigure": {"image": image},
             "logfile": self._sidecar(),
-            "template": self._core_template("slurmctld"),
+            "template": self._controller_template(),
             "persistence": {
                 "enabled": True,
                 "storageClassName": spec.persistence.storage_class_name,
                 "accessModes": ["ReadWriteOnce"],
                 "resources": {"requests": {"storage": spec.persistence.size}},
             },
-            "configFileRefs": [{"name": n} for n in sorted(self._config_file_names())],
+            "configFileRefs": [{"name": n} for n in sorted(self._config_file_data())],
             "extraConf": controller_extra_conf(spec, self.plans),
         }
         if spec.accounting.enabled:
@@ -123,8 +154,11 @@ class SlurmClusterChart(UnitChart):
             body["metrics"] = self._metrics()
         self._cr("Controller", naming.CONTROLLER, WAVE_CONTROLLER, body, stateful=True)
 
-    def _config_file_names(self) -> list[str]:
-        return [naming.CGROUP_CONF] + ([naming.GRES_CONF] if self._has_gpus else [])
+    def _controller_template(self) -> dict[str, Any]:
+        """slurmctld's pod template, annotated with the hash of our config files (see CONFIG_FILES_HASH)."""
+        template = self._core_template("slurmctld")
+        template["metadata"]["annotations"] = {CONFIG_FILES_HASH: config_files_hash(self._config_file_data())}
+        return template
 
     def _metrics(self) -> dict[str, Any]:
         sm = self.spec.metrics.service_monitor
@@ -222,15 +256,36 @@ def default_memory(part: Partition, plans: Mapping[str, NodeSetPlan]) -> tuple[s
     real = {p.nodeset.name: slurm_real_memory_mb(p.shape) for p in members}
     if all(p.instance.is_nvidia and p.shape.accelerators for p in members):
         return (f"DefMemPerGPU={min(real[p.nodeset.name] // p.shape.accelerators for p in members)}",)
-    cpus = {p.nodeset.name: (p.shape.cpu_m // 1000 if p.shape.pods_per_node > 1 else p.instance.vcpu) for p in members}
+    cpus = {p.nodeset.name: slurm_cpus(p.instance, p.shape) for p in members}
     return (f"DefMemPerCPU={min(real[n] // max(cpus[n], 1) for n in real)}",)
 
 
+def config_files_hash(files: Mapping[str, Mapping[str, str]]) -> str:
+    """sha256 of the config files' names and contents, independent of key order."""
+    return hashlib.sha256(json.dumps(files, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def nodeset_lines(spec: ClusterSpec) -> list[str]:
+    """`NodeSet=<n> Feature=<n>` for every declared nodeset, whether or not its CR exists yet.
+
+    The operator writes this line only for the NodeSet CRs that exist (slurm-operator v1.2.1
+    internal/builder/controllerbuilder/controller_config.go, buildNodeSetConf). A partition in
+    extraConf that names a nodeset without its line makes slurmctld exit: Slurm takes an unknown name
+    for a host name (SchedMD/slurm slurm-26-05-1-1 src/slurmctld/read_config.c,
+    nodespec_to_hostlist, then `fatal("Invalid node names in partition %s")`). With the Controller
+    at wave 2 and NodeSets at wave 3 that is every first install, every nodeset added with its
+    partition in one commit, and a removed CR while the partition still names it. The same
+    definition written twice is harmless: the first match swaps the name for the nodes with the
+    feature, the second finds nothing left to swap; a feature no node has yet is an empty set.
+    """
+    return [f"NodeSet={ns.name} Feature={ns.name}" for ns in spec.nodesets]
+
+
 def controller_extra_conf(spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -> str:
-    """slurm.conf lines appended by the operator after its own: GRES, scheduling policy, partitions."""
+    """slurm.conf lines appended by the operator after its own: task plugins, GRES, policy, partitions."""
     gpus = any(p.instance.is_nvidia for p in plans.values())
     # Dynamic nodes need cons_tres; set it even though 26.05 defaults to it, so the intent is explicit.
-    lines: list[str] = ["SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory"]
+    lines: list[str] = ["SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory", *TASK_CONF]
     if gpus:
         lines.append("GresTypes=gpu")  # the operator does not set it; without it no GRES plugin loads
         if spec.accounting.enabled:
@@ -252,10 +307,13 @@ def controller_extra_conf(spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -
         lines += ["PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE"]
     elif spec.policy is not None and spec.policy.preempts:
         lines += ["PreemptType=preempt/qos", "PreemptMode=REQUEUE"]
+    lines += nodeset_lines(spec)
     for part in spec.partitions:
         if own_partition(spec.partitions, part.name) is part:
-            continue  # declared by its NodeSet
-        nodes = "ALL" if part.all_nodesets else ",".join(part.nodesets)
+            continue  # declared by its NodeSet, with the operator's own NodeSet line
+        # [ALL] is written as its resolved list: Nodes=ALL would also take the spot and autoscaled
+        # nodesets that did not opt in (includeInAll), and every node of any kind added later.
+        nodes = ",".join(part.nodesets)
         tokens = part.config_tokens(default_memory(part, plans))
         lines.append(" ".join([f"PartitionName={part.name}", f"Nodes={nodes}", *tokens]))
     lines += list(spec.controller_extra_conf)

@@ -29,6 +29,17 @@ def unique_names(spec: dict[str, Any]) -> Iterator[Finding]:
     yield from _duplicates(spec["partitions"], "partitions")
 
 
+def include_in_all(ns: dict[str, Any]) -> bool:
+    """A nodeset's membership of [ALL] partitions: its own includeInAll, else not for spot or autoscaled ones.
+
+    A job in a shared default partition that lands on a spot node keeps it alive and is lost when it is
+    reclaimed; and KEDA scales an autoscaled nodeset on its own partitions' queue, not on `all`.
+    """
+    if "includeInAll" in ns:
+        return bool(ns["includeInAll"])
+    return ns.get("capacityType", "on-demand") != "spot" and ns.get("autoscale") is None
+
+
 def _unknown_references(spec: dict[str, Any]) -> Iterator[tuple[int, int, str]]:
     """(partition index, reference index, name) of every partition reference to no nodeset."""
     known = {ns["name"] for ns in spec["nodesets"]}
@@ -46,8 +57,23 @@ def partition_references(spec: dict[str, Any]) -> Iterator[Finding]:
     for p_index, part in enumerate(spec["partitions"]):
         if "ALL" in part["nodesets"] and len(part["nodesets"]) > 1:
             yield f"partitions[{p_index}].nodesets", "ALL already means every nodeset; list ALL alone"
+        elif part["nodesets"] == ["ALL"] and not any(include_in_all(ns) for ns in spec["nodesets"]):
+            yield (f"partitions[{p_index}].nodesets",
+                   "ALL matches no nodeset: spot and autoscaled nodesets join ALL only with includeInAll: true; "
+                   "set it on one or list the nodesets")
     for p_index, n_index, name in _unknown_references(spec):
         yield f"partitions[{p_index}].nodesets[{n_index}]", f"no nodeset named {name!r}; defined nodesets: {known}"
+
+
+def features_are_not_nodeset_names(spec: dict[str, Any]) -> Iterator[Finding]:
+    """A feature named like another nodeset would pull these nodes into that nodeset: Slurm NodeSets
+    are defined by feature (`NodeSet=<n> Feature=<n>`), and every node carries its nodeset's name."""
+    names = {ns["name"] for ns in spec["nodesets"]}
+    for index, ns in enumerate(spec["nodesets"]):
+        for f_index, feature in enumerate(ns["features"]):
+            if feature in names and feature != ns["name"]:
+                yield (f"nodesets[{index}].features[{f_index}]",
+                       f"{feature!r} is another nodeset's name; its partitions would take these nodes too")
 
 
 def one_default_partition(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -59,8 +85,13 @@ def one_default_partition(spec: dict[str, Any]) -> Iterator[Finding]:
 
 def every_nodeset_in_a_partition(spec: dict[str, Any]) -> Iterator[Finding]:
     used = {n for p in spec["partitions"] for n in p["nodesets"]}
-    if "ALL" in used or any(_unknown_references(spec)):
+    if any(_unknown_references(spec)):
         return  # with a misspelt reference, "in no partition" would only echo it
+    if "ALL" in used:
+        in_all = {ns["name"] for ns in spec["nodesets"] if include_in_all(ns)}
+        if not in_all:
+            return  # partition_references already says that ALL matches nothing
+        used |= in_all
     seen: set[str] = set()
     for index, ns in enumerate(spec["nodesets"]):
         if ns["name"] not in used and ns["name"] not in seen:  # a duplicated name is reported once
@@ -387,6 +418,7 @@ RULES: tuple[Rule, ...] = (
     unique_names,
     partition_references,
     one_default_partition,
+    features_are_not_nodeset_names,
     every_nodeset_in_a_partition,
     no_reserved_slurm_names,
     extra_conf_overrides,
@@ -412,6 +444,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     unique_names: ("nodesets", "partitions"),
     partition_references: ("nodesets", "partitions"),
     one_default_partition: ("partitions",),
+    features_are_not_nodeset_names: ("nodesets",),
     every_nodeset_in_a_partition: ("nodesets", "partitions"),
     no_reserved_slurm_names: ("nodesets", "partitions"),
     extra_conf_overrides: ("nodesets", "partitions"),

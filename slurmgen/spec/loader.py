@@ -142,6 +142,7 @@ def _tolerations(raw: list[dict[str, Any]]) -> tuple[Toleration, ...]:
 
 
 def _partitions(raw: list[dict[str, Any]], nodesets: list[str]) -> Iterator[Partition]:
+    """Partitions with [ALL] expanded to `nodesets`, the names that are in ALL (see include_in_all)."""
     for part in raw:
         every = part["nodesets"] == ["ALL"]
         yield Partition(
@@ -283,6 +284,7 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
                 ids=tuple(reservation.get("ids", ())), tags=pairs(reservation.get("tags", {}))),
             scaling_mode=ns["scalingMode"],
             autoscale=_autoscale(ns.get("autoscale")),
+            include_in_all=_checks.include_in_all(ns),
         )
     return ClusterSpec(
         source=source,
@@ -313,7 +315,8 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
                                  weight_qos=weights["qos"]),
             preempt_lower_tiers=d["scheduling"]["preemptLowerTiers"],
         ),
-        partitions=tuple(_partitions(d["partitions"], [ns["name"] for ns in d["nodesets"]])),
+        partitions=tuple(_partitions(d["partitions"],
+                                     [ns["name"] for ns in d["nodesets"] if _checks.include_in_all(ns)])),
         nodesets=tuple(build_nodeset(ns) for ns in d["nodesets"]),
         login=_login(d["login"]),
         accounting=Accounting(enabled=d["accounting"]["enabled"], database=_database(db)),

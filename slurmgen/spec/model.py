@@ -125,12 +125,12 @@ class Scheduling:
 @dataclass(frozen=True)
 class Partition:
     name: str
-    nodesets: tuple[str, ...]  # resolved names; ALL is expanded
+    nodesets: tuple[str, ...]  # resolved names; ALL is expanded to the nodesets with include_in_all
     default: bool
     max_time: str
     priority_tier: int
     extra_config: Pairs = ()
-    all_nodesets: bool = False  # written as Nodes=ALL
+    all_nodesets: bool = False  # the spec said [ALL]; written as the resolved list, never Nodes=ALL
     allow_qos: tuple[str, ...] = ()
 
     def config_tokens(self, derived: tuple[str, ...] = ()) -> list[str]:
@@ -182,6 +182,7 @@ class NodeSetSpec:
     capacity_reservation: CapacityReservation | None = None
     scaling_mode: str = "StatefulSet"
     autoscale: Autoscale | None = None
+    include_in_all: bool = True  # resolved: spot and autoscaled nodesets default to False
 
     @property
     def ceiling(self) -> int:

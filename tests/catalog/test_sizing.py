@@ -172,9 +172,12 @@ def test_slurm_node_conf_for_nvidia_gpus() -> None:
     it = CATALOG["p5.48xlarge"]
     whole = pod_resources(it, gpus_per_pod=None, efa=True, reserve=DEFAULT_RESERVE)
     half = pod_resources(it, gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
-    # then a whole node reports its own CPUs, a split node offers whole CPUs of its request; RealMemory is
-    # 4 GiB (capped 1%) under the memory request; Gres names the model
-    assert slurm_node_conf(it, whole) == {"RealMemory": str(1919025 - 4096), "Gres": "gpu:h100:8"}
+    # then a whole node reserves the cores beyond its 189.53-CPU request (96 cores - 94 = 2), a split node
+    # offers whole CPUs of its request; RealMemory is 4 GiB (capped 1%) under the memory request; Gres
+    # names the model
+    assert whole.cpu_m == 189530
+    assert slurm_node_conf(it, whole) == {"CoreSpecCount": "2", "RealMemory": str(1919025 - 4096),
+                                          "Gres": "gpu:h100:8"}
     assert list(slurm_node_conf(it, half)) == ["CPUs", "RealMemory", "Gres"]
     assert format_node_conf(slurm_node_conf(it, half)) == f"CPUs=94 RealMemory={959512 - 4096} Gres=gpu:h100:4"
 
@@ -184,7 +187,8 @@ def test_slurm_node_conf_small_cpu_and_neuron_types() -> None:
     m6i, inf2 = CATALOG["m6i.large"], CATALOG["inf2.24xlarge"]
     m6i_shape = pod_resources(m6i, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE)
     inf2_shape = pod_resources(inf2, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE)
-    # then the small type keeps the 256 MiB minimum headroom and neither gets a Gres
+    # then the small type keeps the 256 MiB minimum headroom and neither gets a Gres; m6i.large's one core
+    # stays Slurm's (a node keeps at least one core), so it gets no CoreSpecCount
     assert slurm_node_conf(m6i, m6i_shape) == {"RealMemory": str(m6i_shape.memory_mi - 256)}
     inf2_conf = slurm_node_conf(inf2, inf2_shape)
     assert "Gres" not in inf2_conf

@@ -17,6 +17,7 @@ import importlib
 from concurrent.futures import ThreadPoolExecutor
 
 from . import guards, verify
+from .slurmconf import checks as slurmconf_checks
 from .output import dump, read_tree, replace_dir
 from .rendered import RenderedCluster
 from .spec import SpecError, load_specs
@@ -65,6 +66,18 @@ class Result:
             for change in guards.destructive_changes(cluster.spec.name, old, cluster.files.values()):
                 if change.key not in allowed:
                     lines.append(str(change))
+        return lines
+
+    def sync_problems(self, out: Path) -> list[str]:
+        """slurm.conf problems at a sync wave of the change from the trees in `out/` to this render
+        (a partition naming a NodeSet not yet created or already pruned): one line each."""
+        from .slurmconf.checks import blocking, wave_problems
+
+        lines: list[str] = []
+        for cluster in self.clusters:
+            old = guards.read_tree(out / cluster.spec.name)
+            if old:
+                lines += blocking(wave_problems(cluster.spec.name, old, cluster.files))
         return lines
 
     def orphans(self, out: Path) -> list[str]:
@@ -143,6 +156,7 @@ def _check(cluster: RenderedCluster, crd_dir: Path | None, prepared: list, resul
         job.result()
     with result.timer("checks"):
         problems = verify.static_checks([cluster])
+        problems += slurmconf_checks.blocking(slurmconf_checks.problems(cluster.spec.name, cluster.files))
     with result.timer("validate"):
         problems += verify.schema_checks([cluster], crd_dir=crd_dir)
     with result.timer("dump"):

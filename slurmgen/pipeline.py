@@ -36,6 +36,13 @@ class Result:
     clusters: tuple[RenderedCluster, ...]
     timings: dict[str, float] = field(default_factory=dict)  # step -> seconds, in run order
     rendered_texts: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> path -> YAML
+    bases: dict[Path, dict] = field(default_factory=dict)  # out/<cluster> -> its objects, read once
+
+    def base(self, root: Path) -> dict:
+        """The objects of the tree a write would replace (path -> object), read once per run."""
+        if root not in self.bases:
+            self.bases[root] = guards.read_tree(root)
+        return self.bases[root]
 
     @contextmanager
     def timer(self, step: str) -> Iterator[None]:
@@ -62,7 +69,7 @@ class Result:
         allowed = set(allow)
         lines: list[str] = []
         for cluster in self.clusters:
-            old = guards.read_objects(out / cluster.spec.name)
+            old = list(self.base(out / cluster.spec.name).values())
             for change in guards.destructive_changes(cluster.spec.name, old, cluster.files.values()):
                 if change.key not in allowed:
                     lines.append(str(change))
@@ -74,10 +81,11 @@ class Result:
         from .slurmconf.checks import blocking, wave_problems
 
         lines: list[str] = []
-        for cluster in self.clusters:
-            old = guards.read_tree(out / cluster.spec.name)
-            if old:
-                lines += blocking(wave_problems(cluster.spec.name, old, cluster.files))
+        with self.timer("sync waves"):
+            for cluster in self.clusters:
+                old = self.base(out / cluster.spec.name)
+                if old:
+                    lines += blocking(wave_problems(cluster.spec.name, old, cluster.files))
         return lines
 
     def orphans(self, out: Path) -> list[str]:

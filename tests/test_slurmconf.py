@@ -225,3 +225,69 @@ def test_default_memory_larger_than_the_smallest_node_is_refused(rendered):
     lines = [str(p) for p in checks.problems("example", tree) if p.check == "default-memory"]
     assert lines == ["example/slurm/controller-slurm.yaml: spec.extraConf: PartitionName=all DefMemPerGPU=28391 x 1 "
                      "GPUs of NodeSet spot = 28391 MB exceeds its RealMemory=28390"]
+
+
+def test_diff_names_removed_partitions_and_groups_accounting_keys(rendered):
+    from slurmgen.slurmconf.diff import changes
+    old = tree_of(rendered, "example")
+    new = copy.deepcopy(old)
+    new[CTL]["spec"]["extraConf"] = new[CTL]["spec"]["extraConf"].replace(
+        "PartitionName=backfill Nodes=spot State=UP MaxTime=1-00:00:00 PriorityTier=1 AllowQos=scavenger "
+        "DefMemPerGPU=28390\n", "").replace("AccountingStorageEnforce=associations,limits,qos",
+                                            "AccountingStorageEnforce=associations")
+    assert changes(old, new) == [
+        "`PartitionName=backfill` removed (was: Nodes=spot State=UP MaxTime=1-00:00:00 PriorityTier=1 "
+        "AllowQos=scavenger DefMemPerGPU=28390)",
+        "accounting: `AccountingStorageEnforce` associations,limits,qos → associations"]
+    assert changes(old, old) == []
+
+
+def test_synth_refuses_a_change_whose_waves_break_slurm_conf_once_the_check_is_enforced(tmp_path, capsys, monkeypatch):
+    # GIVEN the check enforced (as after the slurmconf branch merges) and a spec whose new partition
+    # names a NodeSet that arrives after the Controller
+    import shutil
+    from slurmgen.output import read_tree
+    monkeypatch.setattr(checks, "KNOWN_FAILING", frozenset({"task-plugin"}))
+    out = tmp_path / "dist"
+    shutil.copytree(REPO / "dist" / "prod", out / "prod")
+    for f in (REPO / "clusters").glob("*.yaml"):
+        (tmp_path / f.name).write_text(f.read_text())
+    spec = tmp_path / "prod.yaml"
+    spec.write_text(spec.read_text().replace(
+        "  - name: h100\n", "  - name: l40s\n    instanceType: g6e.12xlarge\n    replicas: 2\n  - name: h100\n").replace(
+        "  - name: gpu\n", "  - name: inference\n    nodesets: [l40s]\n  - name: gpu\n"))
+    before = read_tree(out)
+    # WHEN it is rendered
+    rc = main(["--spec", str(spec), "--out", str(out)])
+    # THEN synth refuses with one line per unresolvable partition member, and writes nothing
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2
+    assert [line.split(": ", 3)[2] for line in err] == ["PartitionName=inference Nodes=l40s", "PartitionName=gpu Nodes=h100"]
+    assert read_tree(out) == before
+
+
+def test_the_waves_of_a_removal_are_checked_against_the_tree_being_replaced(rendered, tmp_path, monkeypatch):
+    # GIVEN NodeSets synced before the Controller (install is then fine) and the check enforced
+    import dataclasses
+    import yaml
+    from slurmgen.pipeline import Result
+    monkeypatch.setattr(checks, "KNOWN_FAILING", frozenset())
+    base = tree_of(rendered, "example")
+    base[CTL]["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = "5"
+    for rel, obj in base.items():
+        (tmp_path / "example" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "example" / rel).write_text(yaml.safe_dump(obj))
+    assert wave_problems("example", {}, base) == []
+    # WHEN the spot NodeSet (wave 3) and its ScaledObject (4) go with the partition line: prune waves
+    # are swapped, so the NodeSet is pruned at wave 4 and the Controller drops the line only at 5
+    head = copy.deepcopy(base)
+    del head["slurm/nodeset-slurm-worker-spot.yaml"], head["slurm/scaledobject-slurm-worker-spot.yaml"]
+    head[CTL]["spec"]["extraConf"] = head[CTL]["spec"]["extraConf"].replace(
+        "PartitionName=backfill Nodes=spot State=UP MaxTime=1-00:00:00 PriorityTier=1 AllowQos=scavenger "
+        "DefMemPerGPU=28390\n", "")
+    result = Result(clusters=(dataclasses.replace(rendered["example"], files=head),))
+    # THEN the check against the replaced tree names the partition and the wave
+    assert result.sync_problems(tmp_path) == [
+        "example/slurm/controller-slurm.yaml: spec.extraConf: PartitionName=backfill Nodes=spot: no NodeSet spot in "
+        "slurm.conf after wave 4 of this change (no NodeSet of that name is rendered); slurmctld rejects a "
+        "partition naming an unknown node"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..catalog.catalog import load_catalog
-from .operator import (Effective, Tree, Unresolved, effective, nodesets_for, parse_conf_kv,
+from .operator import (Effective, Tree, Unresolved, controllers, effective, nodesets_for, parse_conf_kv,
                        slurm_nodeset_name)
 from .parse import Entity, parse, tokens
 
@@ -168,8 +168,7 @@ def key_problems(cluster: str, tree: Tree, eff: Effective) -> list[Problem]:
     ctl = f"{cluster}/{eff.controller}"
     problems: list[Problem] = []
     owned = {s.key.lower(): s for s in eff.slurm.operator if s.key not in eff.slurm.merge_keys}
-    ours = [(k, v) for line in eff.slurm.extra_conf.splitlines() for k, v in tokens(line)
-            if line.split("#", 1)[0].strip() and tokens(line)[0][0].lower() not in ("partitionname", "nodeset", "nodename")]
+    ours = parse(eff.slurm.extra_conf).settings  # global keys of our extraConf (partition lines apart)
     for key, value in ours:
         if key.lower() in owned:
             s = owned[key.lower()]
@@ -270,7 +269,7 @@ def memory_problems(cluster: str, tree: Tree, eff: Effective) -> list[Problem]:
     """DefMemPerGPU x GPUs and DefMemPerCPU x CPUs of every node of the partition fit its RealMemory:
     otherwise a job asking for a whole node with default memory can never start there."""
     conf = parse(eff.slurm.text)
-    nodesets = {slurm_nodeset_name(o): o for o in nodesets_for(tree, _controller(tree, eff))}
+    nodesets = {slurm_nodeset_name(o): o for o in nodesets_for(tree, tree[eff.controller])}
     problems = []
     for name, entities in sorted(conf.partitions.items()):
         part: Entity = entities[-1]
@@ -292,16 +291,13 @@ def memory_problems(cluster: str, tree: Tree, eff: Effective) -> list[Problem]:
     return problems
 
 
-def _controller(tree: Tree, eff: Effective) -> Obj:
-    return tree[eff.controller]
-
-
 def problems(cluster: str, tree: Tree) -> list[Problem]:
     """Every check on a rendered cluster, including the sync waves of its first install."""
     try:
         eff = effective(tree)
     except Unresolved as err:
-        return [Problem("operator-build", f"{cluster}/{UNIT}", "configFileRefs", str(err))]
+        where = next(iter(controllers(tree).values()))[0]
+        return [Problem("operator-build", f"{cluster}/{where}", "spec.configFileRefs", str(err))]
     if eff is None:
         return []
     return (key_problems(cluster, tree, eff) + task_plugin_problems(cluster, eff) + qos_problems(cluster, tree, eff)

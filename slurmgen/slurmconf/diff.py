@@ -46,19 +46,20 @@ def _flat(pairs: list[tuple[str, str]]) -> str:
     return " ".join(f"{k}={v}" for k, v in pairs)
 
 
-def _entities(label: str, old: Mapping[str, list[tuple[str, str]]], new: Mapping[str, list[tuple[str, str]]]
-              ) -> list[str]:
+def _entities(label: str, old: Mapping[str, list[tuple[str, str]]], new: Mapping[str, list[tuple[str, str]]],
+              what: str = "") -> list[str]:
+    """One line per added, removed or changed entity; `what` names what its parameters are."""
     lines = []
     for name in sorted(set(old) | set(new)):
         a, b = old.get(name), new.get(name)
         if a is None and b is not None:
-            lines.append(f"`{label}={name}` added: {_flat(b)}")
+            lines.append(f"`{label}={name}` added{';' if what else ''}{what}: {_flat(b)}")
         elif b is None and a is not None:
-            lines.append(f"`{label}={name}` removed (was: {_flat(a)})")
+            lines.append(f"`{label}={name}` removed (was{what}: {_flat(a)})")
         elif a is not None and b is not None:
             changes = _param_changes(_params(a), _params(b))
             if changes:
-                lines.append(f"`{label}={name}` " + "; ".join(changes))
+                lines.append(f"`{label}={name}`{what or ''}{':' if what else ''} " + "; ".join(changes))
     return lines
 
 
@@ -92,7 +93,7 @@ def changes(old: Tree, new: Tree) -> list[str]:
     """Markdown list items (without the leading `- `) describing the effective-config change."""
     a, b = _effective(old), _effective(new)
     lines = _entities("PartitionName", _partitions(a), _partitions(b))
-    lines += _entities("NodeSet", _nodes(a), _nodes(b))
+    lines += _entities("NodeSet", _nodes(a), _nodes(b), " nodes (slurmd -Z --conf)")
     keyed: dict[str, list[str]] = {}
     for change in _param_changes(_keys(a, SLURM_CONF), _keys(b, SLURM_CONF)):
         keyed.setdefault(_group(change.split(" ", 1)[0]), []).append(change)

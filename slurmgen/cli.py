@@ -37,6 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     base.add_argument("--base", metavar="GIT_REF", default=None,
                       help="with --summary: compare with the output folder committed at this ref (default HEAD)")
     base.add_argument("--base-dir", type=Path, metavar="DIR", help="with --summary: compare with this folder")
+    p.add_argument("--explain", metavar="FILE",
+                   help="print the effective slurm.conf, cgroup.conf, gres.conf or slurmdbd.conf the operator "
+                        "will write, write nothing")
+    p.add_argument("--cluster", metavar="NAME", help="with --explain: only this cluster")
     p.add_argument("--crd-dir", type=Path, metavar="DIR",
                    help="folder of upstream CRD YAML to validate against (default: $SLURMGEN_CRD_DIR, ../shared/crds, the cache)")
     return p
@@ -53,6 +57,17 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"add {folder.name}/<name>.yaml or pass --spec FILE", file=sys.stderr)
         return 2
 
+    if args.cluster and not args.explain:
+        print("--cluster: only with --explain FILE", file=sys.stderr)
+        return 2
+    if args.explain:
+        from .slurmconf.explain import ExplainError, check_file
+        try:
+            check_file(args.explain)
+        except ExplainError as err:
+            print(err, file=sys.stderr)
+            return 2
+
     # Imported here so `--help` and argument errors stay instant (cdk8s starts a Node.js process).
     from .pipeline import InputError, run
 
@@ -62,9 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in err.lines:
             print(line, file=sys.stderr)
         return 2
+    if args.explain:
+        return _explain(result, args.explain, args.cluster)
     if args.summary:
         return _summary(result, out, args.base, args.base_dir, subset=bool(args.spec))
-    refused = result.guard(out, args.allow_destroy)
+    refused = result.guard(out, args.allow_destroy) + result.sync_problems(out)
     if refused:
         for line in refused:
             print(line, file=sys.stderr)
@@ -101,6 +118,19 @@ def _orphan_line(out: Path, name: str) -> str:
     """The advice for a cluster folder whose spec is gone: by hand, because synth never deletes one."""
     return (f"orphaned: {out / name}: no spec renders it (no clusters/{name}.yaml); delete the folder by hand "
             "once its Argo CD root Application is gone (it may hold stateful objects; see README)")
+
+
+def _explain(result: object, name: str, cluster: str | None) -> int:
+    """Print one effective Slurm file (`--explain`); exit 2 with one line for an unknown cluster."""
+    from .slurmconf.explain import ExplainError, explain
+
+    trees = {c.spec.name: c.files for c in result.clusters}  # type: ignore[attr-defined]
+    try:
+        sys.stdout.write(explain(trees, name, cluster))
+    except ExplainError as err:
+        print(err, file=sys.stderr)
+        return 2
+    return 0
 
 
 def _summary(result: object, out: Path, ref: str | None, base_dir: Path | None, *, subset: bool) -> int:

@@ -17,6 +17,7 @@ import importlib
 from concurrent.futures import ThreadPoolExecutor
 
 from . import guards, verify
+from .slurmconf import checks as slurmconf_checks
 from .output import dump, read_tree, replace_dir
 from .catalog.catalog import CatalogError, InstanceType, load_catalog, site_catalog_path
 from .rendered import RenderedCluster
@@ -37,6 +38,13 @@ class Result:
     timings: dict[str, float] = field(default_factory=dict)  # step -> seconds, in run order
     rendered_texts: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> path -> YAML
     catalog: Mapping[str, InstanceType] | None = None  # the one the specs were checked and rendered with
+    bases: dict[Path, dict] = field(default_factory=dict)  # out/<cluster> -> its objects, read once
+
+    def base(self, root: Path) -> dict:
+        """The objects of the tree a write would replace (path -> object), read once per run."""
+        if root not in self.bases:
+            self.bases[root] = guards.read_tree(root)
+        return self.bases[root]
 
     @contextmanager
     def timer(self, step: str) -> Iterator[None]:
@@ -63,10 +71,23 @@ class Result:
         allowed = set(allow)
         lines: list[str] = []
         for cluster in self.clusters:
-            old = guards.read_objects(out / cluster.spec.name)
+            old = list(self.base(out / cluster.spec.name).values())
             for change in guards.destructive_changes(cluster.spec.name, old, cluster.files.values()):
                 if change.key not in allowed:
                     lines.append(str(change))
+        return lines
+
+    def sync_problems(self, out: Path) -> list[str]:
+        """slurm.conf problems at a sync wave of the change from the trees in `out/` to this render
+        (a partition naming a NodeSet not yet created or already pruned): one line each."""
+        from .slurmconf.checks import blocking, wave_problems
+
+        lines: list[str] = []
+        with self.timer("sync waves"):
+            for cluster in self.clusters:
+                old = self.base(out / cluster.spec.name)
+                if old:
+                    lines += blocking(wave_problems(cluster.spec.name, old, cluster.files))
         return lines
 
     def orphans(self, out: Path) -> list[str]:
@@ -166,6 +187,7 @@ def _check(cluster: RenderedCluster, crd_dir: Path | None, prepared: list, resul
         job.result()
     with result.timer("checks"):
         problems = verify.static_checks([cluster], catalog)
+        problems += slurmconf_checks.blocking(slurmconf_checks.problems(cluster.spec.name, cluster.files))
     with result.timer("validate"):
         problems += verify.schema_checks([cluster], crd_dir=crd_dir)
     with result.timer("dump"):

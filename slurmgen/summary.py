@@ -14,6 +14,8 @@ from typing import Any, Iterable, Mapping
 from .catalog.catalog import InstanceType, load_catalog
 from .guards import IMMUTABLE, STATEFUL, _MISSING, field
 from .rendered import images
+from .slurmconf.checks import wave_problems
+from .slurmconf.diff import changes as slurmconf_changes
 
 Obj = dict[str, Any]
 Tree = Mapping[str, Obj]  # relative path -> object, for one cluster
@@ -176,6 +178,8 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
             if a != b:
                 notes.append(f"version: {label} AMI {a[0].get('alias') if a else '-'} → "
                              f"{b[0].get('alias') if b else '-'} (nodes drift and are replaced once empty)")
+    if old and new:  # the first install is checked at synth; here: the waves of this change
+        notes += [f"slurm.conf at a sync wave: {p.message}" for p in wave_problems(cluster, old, new)]
     old_images, new_images = _image_tags(old), _image_tags(new)
     for repo in sorted(set(old_images) & set(new_images)):
         if old_images[repo] != new_images[repo]:
@@ -276,6 +280,10 @@ def summarize(old: Mapping[str, Tree], new: Mapping[str, Tree],
             out += ["**Capacity**", "", *table, ""]
         out += ["**Objects by Argo CD application**", ""]
         out += _objects(cluster, a, b)
+        conf = slurmconf_changes(a, b)
+        if conf:
+            out += ["", "**Effective slurm.conf** (as slurm-operator 1.2.1 writes it; `main.py --explain slurm.conf`)", ""]
+            out += [f"- {line}" for line in conf]
         out += ["", "**Needs attention**", ""]
         out += [f"- {n}" for n in attention] or ["- nothing"]
         out.append("")

@@ -31,6 +31,14 @@ CASES = {
     "new_nodeset_in_new_partition": ("prod.yaml", [
         ("  - name: h100\n", "  - name: l40s\n    instanceType: g6e.12xlarge\n    replicas: 2\n    features: [l40s]\n  - name: h100\n"),
         ("  - name: gpu\n", "  - name: inference\n    nodesets: [l40s]\n  - name: gpu\n")]),
+    # effective slurm.conf: one partition, one nodeset, the scheduling weights
+    "partition_max_time": ("prod.yaml", [("    maxTime: 7-00:00:00\n    priorityTier: 10\n",
+                                          "    maxTime: 14-00:00:00\n    priorityTier: 20\n")]),
+    "nodeset_weight_and_features": ("example.yaml", [("    features: [a10g, spot]\n    extraSlurmdConf: {Weight: 100}\n",
+                                                      "    features: [a10g, spot, cheap]\n    extraSlurmdConf: {Weight: 50}\n")]),
+    "scheduling_weights": ("training.yaml", [
+        ("    decayHalfLife: 14-0\n    weights: {fairshare: 100000, age: 1000, jobSize: 1000, partition: 10000}\n",
+         "    decayHalfLife: 7-0\n    weights: {fairshare: 50000, age: 5000, jobSize: 1000, partition: 10000, qos: 2000}\n")]),
 }
 
 
@@ -99,3 +107,16 @@ def test_no_change_and_default_base_is_head(tmp_path, capsys):
     summary = capsys.readouterr().out
     assert "No change to the rendered tree." not in summary
     assert "NodeSet slurm/slurm-worker-slinky" in summary and "spec.replicas" in summary
+
+
+def test_summary_shows_the_effective_slurm_conf_per_entity_and_key(tmp_path, capsys):
+    # GIVEN a partition's MaxTime and PriorityTier change WHEN summarized
+    part = render_summary(tmp_path, *CASES["partition_max_time"], capsys)
+    # THEN one line names the partition and each parameter, before → after
+    assert "- `PartitionName=gpu` MaxTime 7-00:00:00 → 14-00:00:00; PriorityTier 10 → 20\n" in part
+    node = render_summary(tmp_path, *CASES["nodeset_weight_and_features"], capsys)
+    assert "- `NodeSet=spot` nodes (slurmd -Z --conf): Features spot,a10g,spot → spot,a10g,spot,cheap; Weight 100 → 50\n" in node
+    weights = render_summary(tmp_path, *CASES["scheduling_weights"], capsys)
+    assert "- scheduling: `PriorityWeightQOS` 0 → 2000\n" in weights
+    assert "**Effective slurm.conf**" not in render_summary(tmp_path, *CASES["widen_login"], capsys)
+

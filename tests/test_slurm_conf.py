@@ -181,8 +181,17 @@ def test_example_default_partition_keeps_jobs_off_the_autoscaled_spot_nodes(rend
 # -- problem 5: Slurm offers what the pod is given -----------------------------------------------------
 
 def threads_per_core(it) -> int:
-    """Every catalog type: amd64 with SMT (2 threads per core) or Graviton (1)."""
-    return 1 if it.arch == "arm64" else 2
+    """Graviton, HPC and 7th/8th-gen AMD general-purpose types have one thread per core; the rest two."""
+    family = it.instance_type.split(".")[0]
+    return 1 if it.arch == "arm64" or family.startswith("hpc") or family in {
+        "c7a", "m7a", "r7a", "c8a", "m8a", "r8a"} else 2
+
+
+def test_smt_off_families_have_one_thread_per_core():
+    from slurmgen.catalog import sizing
+    # THEN an HPC type and a 7th-gen AMD type count a core per vCPU; an SMT type two vCPUs per core
+    assert [sizing.threads_per_core(CATALOG[n]) for n in ("hpc7a.96xlarge", "c7a.48xlarge", "m8a.48xlarge",
+                                                          "c6a.48xlarge", "p5.48xlarge", "c7g.16xlarge")] == [1, 1, 1, 2, 2, 1]
 
 
 def _slurm_cpus(instance: str, extra_conf: str) -> int:

@@ -16,7 +16,7 @@ import pytest
 
 from slurmgen.cli import main
 from slurmgen.slurmconf import checks
-from slurmgen.slurmconf.checks import KNOWN_FAILING, blocking, prune_waves, sync_states, wave_problems
+from slurmgen.slurmconf.checks import blocking, prune_waves, sync_states, wave_problems
 from slurmgen.slurmconf.operator import effective, merged_config, slurmd_conf
 from tests.conftest import EXAMPLES, REPO
 
@@ -31,6 +31,14 @@ def tree_of(rendered, name: str) -> dict:
 
 def check_ids(problems) -> list[str]:
     return [p.check for p in problems]
+
+
+def without_our_nodeset_lines(tree: dict) -> dict:
+    """The tree as slurmgen rendered it before it wrote `NodeSet=` lines for every declared nodeset:
+    only the operator's lines (for NodeSet CRs that exist) define them, which the wave checks catch."""
+    conf = tree[CTL]["spec"]["extraConf"]
+    tree[CTL]["spec"]["extraConf"] = "".join(l for l in conf.splitlines(True) if not l.startswith("NodeSet="))
+    return tree
 
 
 # -- the files ------------------------------------------------------------------------------------
@@ -98,7 +106,7 @@ def test_explain_prints_the_file_and_the_dynamic_nodes(capsys):
     assert main(["--spec", str(REPO / "clusters" / "example.yaml"), "--explain", "slurm.conf"]) == 0
     out = capsys.readouterr().out
     assert out.startswith((GOLDEN / "example.conf").read_text())
-    assert "# NodeSet=spot: Features=spot,a10g,spot Gres=gpu:a10g:1 Realmemory=28390 Weight=100\n" in out
+    assert "# NodeSet=spot: Corespeccount=1 Features=spot,a10g Gres=gpu:a10g:1 Realmemory=28390 Weight=100\n" in out
 
 
 @pytest.mark.parametrize("argv, line", [
@@ -120,32 +128,44 @@ def test_explain_refuses_an_unknown_file_or_cluster_with_one_line(argv, line, ca
 
 # -- checks ---------------------------------------------------------------------------------------
 
-def test_only_the_known_failing_checks_fire_on_todays_examples(rendered):
-    # GIVEN the shipped examples (their TaskPlugin / wave fixes live on another branch)
-    fired = {p.check for name in CLUSTERS for p in checks.problems(name, rendered[name].files)}
-    # THEN exactly the known-failing checks fire: when the fixes merge, empty KNOWN_FAILING
-    assert fired == set(KNOWN_FAILING)
+def test_no_check_fires_on_the_shipped_examples(rendered):
+    # GIVEN the shipped examples WHEN every slurm.conf check runs THEN none fires
     assert blocking(p for name in CLUSTERS for p in checks.problems(name, rendered[name].files)) == []
 
 
 def test_task_plugin_check_fires_without_task_cgroup_and_clears_with_it(rendered):
     tree = tree_of(rendered, "example")
+    conf = tree[CTL]["spec"]["extraConf"]
+    assert "TaskPlugin=task/cgroup,task/affinity\n" in conf
+    # GIVEN the example without its TaskPlugin line THEN the check fires (cgroup.conf constrains)
+    tree[CTL]["spec"]["extraConf"] = conf.replace("TaskPlugin=task/cgroup,task/affinity\n", "")
     assert "task-plugin" in check_ids(checks.problems("example", tree))
+    # AND a task plugin list that holds task/cgroup clears it
     tree[CTL]["spec"]["extraConf"] += "TaskPlugin=task/affinity,task/cgroup\n"
     assert "task-plugin" not in check_ids(checks.problems("example", tree))
 
 
+def test_install_waves_are_safe_because_every_declared_nodeset_has_its_line(rendered):
+    # GIVEN the example as rendered THEN no partition dangles at any wave of the first install
+    assert wave_problems("example", {}, rendered["example"].files) == []
+
+
 def test_install_waves_name_each_partition_whose_nodeset_comes_after_the_controller(rendered):
-    lines = [str(p) for p in wave_problems("example", {}, rendered["example"].files)]
+    # GIVEN the example without our NodeSet= lines (only the operator's, for CRs that exist)
+    lines = [str(p) for p in wave_problems("example", {}, without_our_nodeset_lines(tree_of(rendered, "example")))]
     assert lines == [
         "example/slurm/controller-slurm.yaml: spec.extraConf: PartitionName=backfill Nodes=spot: no NodeSet spot in "
         "slurm.conf after wave 2 of the first install (NodeSet slurm-worker-spot arrives at wave 3); slurmctld "
+        "rejects a partition naming an unknown node",
+        "example/slurm/controller-slurm.yaml: spec.extraConf: PartitionName=all Nodes=slinky: no NodeSet slinky in "
+        "slurm.conf after wave 2 of the first install (NodeSet slurm-worker-slinky arrives at wave 3); slurmctld "
         "rejects a partition naming an unknown node"]
 
 
 def test_a_partition_line_left_behind_by_a_removed_nodeset_is_reported(rendered):
-    # GIVEN a tree where every NodeSet already exists (so the install waves do not matter)
-    base = tree_of(rendered, "example")
+    # GIVEN a tree where every NodeSet already exists (so the install waves do not matter), without
+    # our NodeSet= lines
+    base = without_our_nodeset_lines(tree_of(rendered, "example"))
     head = copy.deepcopy(base)
     # WHEN the spot NodeSet is removed but the Controller's backfill partition still names it
     del head["slurm/nodeset-slurm-worker-spot.yaml"], head["slurm/scaledobject-slurm-worker-spot.yaml"]
@@ -218,13 +238,12 @@ def test_a_partition_qos_missing_from_the_policy_is_refused(rendered):
 
 def test_default_memory_larger_than_the_smallest_node_is_refused(rendered):
     tree = tree_of(rendered, "example")
-    # `all` holds slinky (115956 MB, 1 GPU) and spot (28390 MB, 1 GPU)
+    # `backfill` holds spot (28390 MB, 1 GPU)
     tree[CTL]["spec"]["extraConf"] = tree[CTL]["spec"]["extraConf"].replace(
-        "Default=YES MaxTime=UNLIMITED PriorityTier=5 DefMemPerGPU=28390",
-        "Default=YES MaxTime=UNLIMITED PriorityTier=5 DefMemPerGPU=28391")
+        "AllowQos=scavenger DefMemPerGPU=28390", "AllowQos=scavenger DefMemPerGPU=28391")
     lines = [str(p) for p in checks.problems("example", tree) if p.check == "default-memory"]
-    assert lines == ["example/slurm/controller-slurm.yaml: spec.extraConf: PartitionName=all DefMemPerGPU=28391 x 1 "
-                     "GPUs of NodeSet spot = 28391 MB exceeds its RealMemory=28390"]
+    assert lines == ["example/slurm/controller-slurm.yaml: spec.extraConf: PartitionName=backfill DefMemPerGPU=28391 "
+                     "x 1 GPUs of NodeSet spot = 28391 MB exceeds its RealMemory=28390"]
 
 
 def test_diff_names_removed_partitions_and_groups_accounting_keys(rendered):
@@ -242,12 +261,11 @@ def test_diff_names_removed_partitions_and_groups_accounting_keys(rendered):
     assert changes(old, old) == []
 
 
-def test_synth_refuses_a_change_whose_waves_break_slurm_conf_once_the_check_is_enforced(tmp_path, capsys, monkeypatch):
-    # GIVEN the check enforced (as after the slurmconf branch merges) and a spec whose new partition
-    # names a NodeSet that arrives after the Controller
+def test_synth_accepts_a_nodeset_and_its_partition_added_in_one_commit(tmp_path, capsys):
+    # GIVEN the prod tree and a spec whose new partition names a new NodeSet (it arrives after the
+    # Controller: wave 3 against 2)
     import shutil
     from slurmgen.output import read_tree
-    monkeypatch.setattr(checks, "KNOWN_FAILING", frozenset({"task-plugin"}))
     out = tmp_path / "dist"
     shutil.copytree(REPO / "dist" / "prod", out / "prod")
     for f in (REPO / "clusters").glob("*.yaml"):
@@ -256,14 +274,12 @@ def test_synth_refuses_a_change_whose_waves_break_slurm_conf_once_the_check_is_e
     spec.write_text(spec.read_text().replace(
         "  - name: h100\n", "  - name: l40s\n    instanceType: g6e.12xlarge\n    replicas: 2\n  - name: h100\n").replace(
         "  - name: gpu\n", "  - name: inference\n    nodesets: [l40s]\n  - name: gpu\n"))
-    before = read_tree(out)
     # WHEN it is rendered
     rc = main(["--spec", str(spec), "--out", str(out)])
-    # THEN synth refuses with one line per unresolvable partition member, and writes nothing
-    err = capsys.readouterr().err.splitlines()
-    assert rc == 2
-    assert [line.split(": ", 3)[2] for line in err] == ["PartitionName=inference Nodes=l40s", "PartitionName=gpu Nodes=h100"]
-    assert read_tree(out) == before
+    # THEN the wave check passes (the Controller's own NodeSet=l40s line exists from wave 2 on) and it is written
+    assert rc == 0, capsys.readouterr().err
+    conf = read_tree(out / "prod")["slurm/controller-slurm.yaml"]
+    assert "NodeSet=l40s Feature=l40s\n" in conf and "PartitionName=inference Nodes=l40s " in conf
 
 
 def test_the_waves_of_a_removal_are_checked_against_the_tree_being_replaced(rendered, tmp_path, monkeypatch):
@@ -271,8 +287,7 @@ def test_the_waves_of_a_removal_are_checked_against_the_tree_being_replaced(rend
     import dataclasses
     import yaml
     from slurmgen.pipeline import Result
-    monkeypatch.setattr(checks, "KNOWN_FAILING", frozenset())
-    base = tree_of(rendered, "example")
+    base = without_our_nodeset_lines(tree_of(rendered, "example"))
     base[CTL]["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = "5"
     for rel, obj in base.items():
         (tmp_path / "example" / rel).parent.mkdir(parents=True, exist_ok=True)

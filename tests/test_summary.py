@@ -115,7 +115,7 @@ def test_summary_shows_the_effective_slurm_conf_per_entity_and_key(tmp_path, cap
     # THEN one line names the partition and each parameter, before → after
     assert "- `PartitionName=gpu` MaxTime 7-00:00:00 → 14-00:00:00; PriorityTier 10 → 20\n" in part
     node = render_summary(tmp_path, *CASES["nodeset_weight_and_features"], capsys)
-    assert "- `NodeSet=spot` nodes (slurmd -Z --conf): Features spot,a10g,spot → spot,a10g,spot,cheap; Weight 100 → 50\n" in node
+    assert "- `NodeSet=spot` nodes (slurmd -Z --conf): Features spot,a10g → spot,a10g,cheap; Weight 100 → 50\n" in node
     weights = render_summary(tmp_path, *CASES["scheduling_weights"], capsys)
     assert "- scheduling: `PriorityWeightQOS` 0 → 2000\n" in weights
     assert "**Effective slurm.conf**" not in render_summary(tmp_path, *CASES["widen_login"], capsys)

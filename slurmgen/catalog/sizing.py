@@ -11,6 +11,8 @@ CoreSpecCount (or CPUs on split nodes) and RealMemory (slurm_node_conf).
 
 from __future__ import annotations
 
+import re
+
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -325,13 +327,19 @@ def slurm_real_memory_mb(shape: PodShape) -> int:
     return max(shape.memory_mi - headroom, 1)
 
 
-def threads_per_core(it: InstanceType) -> int:
-    """Hardware threads per core: 2 on every amd64 type in the catalog (SMT on), 1 on Graviton.
+# EC2 families whose vCPUs are physical cores (SMT off): every HPC type, and the 4th/5th-gen AMD EPYC
+# general-purpose families (EC2 user guide, "CPU options": "each vCPU is a physical core"). Karpenter's
+# reference has no threads-per-core label, so this is the one hand-kept list.
+_ONE_THREAD_FAMILY = re.compile(r"hpc\d+[a-z]*|[cmr][78]a")
 
-    EC2 types with SMT off (hpc6a, hpc7a) are not in the catalog; a user row for one would need this
-    to say 1, else Slurm is offered half the cores it could use (never more than it has).
+
+def threads_per_core(it: InstanceType) -> int:
+    """Hardware threads per core: 1 on Graviton and on the SMT-off families above, else 2.
+
+    Wrong here means CoreSpecCount counts in the wrong unit: 2 on an SMT-off type would offer Slurm up
+    to twice the cores the pod requested.
     """
-    return 1 if it.arch == "arm64" else 2
+    return 1 if it.arch == "arm64" or _ONE_THREAD_FAMILY.fullmatch(it.family) else 2
 
 
 def slurm_cores(it: InstanceType, shape: PodShape) -> int:

@@ -5,10 +5,6 @@ key set twice, a key the operator owns overridden, a partition naming a NodeSet 
 exist yet at the sync wave the Controller arrives, cgroup constraints without task/cgroup, a QoS
 the policy does not create, a default memory larger than a node. Each problem is one line,
 `<cluster>/<file>: <field>: <what is wrong>`.
-
-KNOWN_FAILING lists checks that fire on today's shipped examples because their fixes are on
-another branch (slurmconf: TaskPlugin, partitions vs. NodeSet waves in charts/slurm_cluster.py).
-They run and are tested to fire, but do not block synth; whoever merges those fixes empties it.
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..catalog.catalog import load_catalog
+from ..catalog.sizing import threads_per_core
 from .operator import (Effective, Tree, Unresolved, controllers, effective, nodesets_for, parse_conf_kv,
                        slurm_nodeset_name)
 from .parse import Entity, parse, tokens
@@ -31,7 +28,6 @@ CHECKS = ("operator-build", "duplicate-key", "operator-owned-key", "partition-no
 # - partition-nodes: Controller extraConf partitions (e.g. example `backfill` Nodes=spot) name
 #   NodeSets that only arrive at wave 3, after the Controller (wave 2).
 # The merger empties this set; tests/test_slurmconf.py then expects no problem on the examples.
-KNOWN_FAILING: frozenset[str] = frozenset({"task-plugin", "partition-nodes"})
 
 WAVE = "argocd.argoproj.io/sync-wave"
 HOOK = "argocd.argoproj.io/hook"
@@ -57,8 +53,8 @@ class Problem:
 
 
 def blocking(problems: Iterable[Problem]) -> list[str]:
-    """The lines that fail synth: every problem except those of KNOWN_FAILING checks."""
-    return [str(p) for p in problems if p.check not in KNOWN_FAILING]
+    """The lines that fail synth: one per problem."""
+    return [str(p) for p in problems]
 
 
 # -- sync waves ----------------------------------------------------------------------------------
@@ -247,8 +243,8 @@ def qos_problems(cluster: str, tree: Tree, eff: Effective) -> list[Problem]:
 
 
 def _node_facts(nodeset: Obj, conf: str) -> tuple[int | None, int, int | None]:
-    """(RealMemory MB, GPUs, CPUs) a NodeSet's slurmd registers with; CPUs from `CPUs=` or the
-    instance type (what slurmd detects on a whole node)."""
+    """(RealMemory MB, GPUs, CPUs) a NodeSet's slurmd offers to jobs; CPUs from `CPUs=`, or the
+    instance type's (what slurmd detects on a whole node) less the `CoreSpecCount` cores kept back."""
     facts = {k.lower(): v for k, v in tokens(conf)}
     memory = int(facts["realmemory"]) if facts.get("realmemory", "").isdigit() else None
     gpus = 0
@@ -261,7 +257,8 @@ def _node_facts(nodeset: Obj, conf: str) -> tuple[int | None, int, int | None]:
         itype = (nodeset.get("spec", {}).get("template", {}).get("spec", {}).get("nodeSelector") or {}).get(
             "node.kubernetes.io/instance-type")
         it = load_catalog().get(itype or "")
-        cpus = it.vcpu if it else None
+        spec_cores = int(facts["corespeccount"]) if facts.get("corespeccount", "").isdigit() else 0
+        cpus = it.vcpu - spec_cores * threads_per_core(it) if it else None
     return memory, gpus, cpus
 
 

@@ -1,10 +1,23 @@
-"""Slurm accounts, users and QoS as code: a sacctmgr flat file and the Job that loads it.
+"""Slurm accounts, users and QoS as code: a sacctmgr flat file and the Job that applies it.
 
-`sacctmgr -i load` adds what is missing and updates what changed, and never deletes: removals are
-shown by the PR summary and done by hand. All `QOS -` lines must precede the `Cluster -` line, and
-on the very first load a QoS (or an account) cannot refer to a QoS the same file creates; so the
-Job first loads the QoS alone (without `Preempt=`) whenever one of them is missing, then the full
-file. Names are lower-case: sacctmgr lower-cases them anyway.
+`sacctmgr -i load` adds what is missing and updates what changed, and never deletes. All `QOS -`
+lines must precede the `Cluster -` line, and on the very first load a QoS (or an account) cannot
+refer to a QoS the same file creates; so the Job first loads the QoS alone (without `Preempt=`)
+whenever one of them is missing, then the full file. Names are lower-case: sacctmgr lower-cases
+them anyway.
+
+Removals: every QoS and account we load carries MARK in its Description, so the Job can tell ours
+from what an admin made by hand. After the load it deletes, in slurmdbd, the user associations
+under our accounts that the spec no longer declares, then our accounts it no longer declares
+(deepest first), then our QoS. `root` and unmarked entities are never touched. The data-loss guard
+(guards.policy_removals) makes removing an account or QoS need `--allow-destroy`.
+
+The Job runs the login image with its own command, which skips the image's entrypoint (supervisord
+starting sackd: SlinkyProject/containers schedmd/slurm/26.05/*/files/usr/local/bin/login-entrypoint.sh).
+The clients authenticate through sackd's socket (auth/slurm, SchedMD/slurm slurm-26-05-1-1
+src/common/sack_api.c: /run/slurm/sack.socket) and read the slurm.conf sackd caches in
+/run/slurm/conf (src/common/read_config.c), so the script starts sackd itself, configless, as
+Slinky's LoginSet does (slurm-operator v1.2.1 internal/builder/common/common.go ConfiglessArgs).
 """
 
 from __future__ import annotations
@@ -21,6 +34,11 @@ from ._objects import emit, wave
 
 CONFIG_MAP = "slurm-accounts"
 JOB = "slurm-accounts-load"
+MARK = "[slurmgen]"  # in the Description of every QoS and account slurmgen manages
+MOUNT = "/etc/slurm-accounts"
+SACKD_DIR = "/run/slurm"  # sackd's default runtime directory (src/sackd/sackd.c DEFAULT_RUN_DIR)
+SACKD_WAIT = (60, 2)  # tries, seconds: sackd's socket and cached slurm.conf
+PING_WAIT = (30, 5)  # tries, seconds: slurmdbd answering `sacctmgr ping`
 
 
 def _tres(pairs: Pairs) -> str:
@@ -38,9 +56,13 @@ def _opts(items: Iterable[tuple[str, Any]]) -> str:
     return "".join(f":{o}" for o in out)
 
 
+def _marked(description: str) -> str:
+    return f"{description} {MARK}"
+
+
 def _qos_line(q: Qos, *, with_preempt: bool) -> str:
     return f"QOS - '{q.name}'" + _opts([
-        ("Description", q.description), ("Priority", q.priority),
+        ("Description", _marked(q.description or q.name)), ("Priority", q.priority),
         ("Preempt", q.preempt if with_preempt else None), ("PreemptMode", q.preempt_mode),
         ("GraceTime", q.grace_time_seconds), ("UsageFactor", q.usage_factor),
         ("MaxTRESPerUser", _tres(q.max_tres_per_user)), ("MaxTRESPerJob", _tres(q.max_tres_per_job)),
@@ -51,7 +73,7 @@ def _qos_line(q: Qos, *, with_preempt: bool) -> str:
 
 def _account_line(a: PolicyAccount) -> str:
     return f"Account - '{a.name}'" + _opts([
-        ("Description", a.description or a.name), ("Organization", a.organization), ("Fairshare", a.fairshare),
+        ("Description", _marked(a.description or a.name)), ("Organization", a.organization), ("Fairshare", a.fairshare),
         ("QOS", a.qos), ("DefaultQOS", a.default_qos), ("GrpTRES", _tres(a.grp_tres)),
         ("MaxTRESPerJob", _tres(a.max_tres_per_job)),
     ])
@@ -98,18 +120,84 @@ def flat_file(spec: ClusterSpec, *, first_pass: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def declared(spec: ClusterSpec) -> dict[str, str]:
+    """What the spec declares, one name (or `user|account`) a line: the Job deletes ours that are not listed."""
+    policy = spec.policy
+    if policy is None:
+        raise ValueError(f"{spec.name} declares no policy")
+    assocs = sorted({f"{u.name}|{a}" for u in policy.users for a in (u.default_account, *u.accounts)})
+    return {"declared-qos": "".join(f"{q.name}\n" for q in policy.qos),
+            "declared-accounts": "".join(f"{a.name}\n" for a in policy.accounts),
+            "declared-associations": "".join(f"{line}\n" for line in assocs)}
+
+
+def controller_address(spec: ClusterSpec) -> str:
+    return f"{naming.CONTROLLER}-controller.{spec.namespace}:6817"
+
+
 def load_script(spec: ClusterSpec) -> str:
-    """Idempotent: first pass only when a QoS is missing; `load` never deletes; every run exits 0 on no change."""
+    """sackd, a bounded wait for slurmdbd, the load, then the removals; idempotent, exit 0 when nothing changes.
+
+    A deletion can fail (e.g. jobs still run under the association): the script tries every one,
+    then exits 1 so the hook (and the Argo CD sync) shows it; the next sync tries again.
+    """
     policy = spec.policy
     if policy is None:
         raise ValueError(f"{spec.name} declares no policy")
     check = "".join(f'sacctmgr -nP show qos name={q.name} format=name | grep -qx {q.name} || missing=1\n'
                     for q in policy.qos)
-    return ("set -eu\n"
-            "missing=0\n"
-            f"{check}"
-            'if [ "$missing" = 1 ]; then sacctmgr -i load file=/etc/slurm-accounts/qos-first-pass.cfg; fi\n'
-            "sacctmgr -i load file=/etc/slurm-accounts/accounts.cfg\n")
+    tries, pause = SACKD_WAIT
+    pings, ping_pause = PING_WAIT
+    return f"""set -eu
+cfg={MOUNT}
+cluster='{spec.slurm_cluster_name}'
+mark='{MARK}'
+# sackd: the image's entrypoint is skipped; --disable-reconfig: this pod is not a login node
+/usr/sbin/sackd -D --disable-reconfig --conf-server {controller_address(spec)} &
+sackd=$!
+trap 'kill "$sackd" 2>/dev/null || true' EXIT
+i=0
+until [ -S {SACKD_DIR}/sack.socket ] && [ -f {SACKD_DIR}/conf/slurm.conf ]; do
+  kill -0 "$sackd" 2>/dev/null || {{ echo "sackd exited before its socket appeared" >&2; exit 1; }}
+  i=$((i + 1)); [ "$i" -le {tries} ] || {{ echo "sackd: no socket after {tries * pause} s" >&2; exit 1; }}
+  sleep {pause}
+done
+i=0
+until sacctmgr ping; do
+  i=$((i + 1)); [ "$i" -le {pings} ] || {{ echo "slurmdbd did not answer for {pings * ping_pause} s" >&2; exit 1; }}
+  sleep {ping_pause}
+done
+missing=0
+{check}if [ "$missing" = 1 ]; then sacctmgr -i load file=$cfg/qos-first-pass.cfg; fi
+sacctmgr -i load file=$cfg/accounts.cfg
+# removals: only what carries our mark (QoS, accounts) or hangs under it (user associations)
+failed=0
+t=$(mktemp -d)
+sacctmgr -nP show account format=account,description | awk -F'|' -v m="$mark" 'index($2, m) {{print $1}}' > $t/ours
+sacctmgr -nP show assoc cluster="$cluster" format=account,user,parentname > $t/assocs
+awk -F'|' 'FILENAME == ARGV[1] {{ours[$1]; next}} ($1 in ours) && $2 != "" {{print $2 "|" $1}}' $t/ours $t/assocs |
+  sort -u | grep -vxF -f $cfg/declared-associations - > $t/gone-assocs || true
+while IFS='|' read -r user account; do
+  echo "removing user $user from account $account"
+  sacctmgr -i delete user name="$user" account="$account" cluster="$cluster" || failed=1
+done < $t/gone-assocs
+grep -vxF -f $cfg/declared-accounts $t/ours | grep -vx root > $t/gone-accounts || true
+# deepest first: depth from the account associations' parents (FILENAME, not NR == FNR: a file may be empty)
+awk -F'|' 'FILENAME == ARGV[1] {{gone[$1]; next}} $2 == "" {{parent[$1] = $3}}
+  END {{for (a in gone) {{d = 0; p = a; while ((p in parent) && d < 100) {{p = parent[p]; d++}}; print d, a}}}}' $t/gone-accounts $t/assocs |
+  sort -rn | while read -r depth account; do
+  echo "removing account $account"
+  sacctmgr -i delete account name="$account" cluster="$cluster" || echo 1 > $t/failed
+done
+sacctmgr -nP show qos format=name,description | awk -F'|' -v m="$mark" 'index($2, m) {{print $1}}' |
+  grep -vxF -f $cfg/declared-qos - > $t/gone-qos || true
+while read -r qos; do
+  echo "removing qos $qos"
+  sacctmgr -i delete qos name="$qos" || failed=1
+done < $t/gone-qos
+[ ! -f $t/failed ] || failed=1
+if [ "$failed" = 1 ]; then echo "some removals failed (jobs still running?); the next sync retries" >&2; exit 1; fi
+"""
 
 
 def config_hash(spec: ClusterSpec) -> str:
@@ -121,7 +209,8 @@ def emit_policy(scope: Construct, spec: ClusterSpec, placement: dict[str, Any]) 
     """The flat files as a ConfigMap, and the PostSync Job that loads them into slurmdbd."""
     emit(scope, api_version="v1", kind="ConfigMap", name=CONFIG_MAP, namespace=spec.namespace,
          annotations=wave(0), body={"data": {"accounts.cfg": flat_file(spec),
-                                             "qos-first-pass.cfg": flat_file(spec, first_pass=True)}})
+                                             "qos-first-pass.cfg": flat_file(spec, first_pass=True),
+                                             **declared(spec)}})
     key = spec.secrets.slurm_key
     pod = {
         **placement,
@@ -130,16 +219,19 @@ def emit_policy(scope: Construct, spec: ClusterSpec, placement: dict[str, Any]) 
             "name": "sacctmgr",
             "image": spec.images.for_component("login"),  # Slurm client tools, same Slurm version
             "command": ["/bin/sh", "-c", load_script(spec)],
-            # configless: sacctmgr fetches slurm.conf from slurmctld, authenticated by the shared key
-            "env": [{"name": "SLURM_CONF_SERVER", "value": f"{naming.CONTROLLER}-controller.{spec.namespace}:6817"}],
+            # root: sacctmgr admits uid 0 (or SlurmUser); sackd reads slurm.key (0400, root) to sign for us
             "securityContext": {"runAsUser": 0, "runAsGroup": 0},
             "volumeMounts": [
-                {"name": "accounts", "mountPath": "/etc/slurm-accounts", "readOnly": True},
+                {"name": "accounts", "mountPath": MOUNT, "readOnly": True},
                 {"name": "slurm-key", "mountPath": "/etc/slurm/slurm.key", "subPath": key.key, "readOnly": True},
+                {"name": "sackd", "mountPath": SACKD_DIR},
+                {"name": "tmp", "mountPath": "/tmp"},
             ],
         }],
         "volumes": [
             {"name": "accounts", "configMap": {"name": CONFIG_MAP}},
+            {"name": "sackd", "emptyDir": {}},
+            {"name": "tmp", "emptyDir": {}},
             {"name": "slurm-key", "secret": {"secretName": key.name, "defaultMode": 0o400,
                                              "items": [{"key": key.key, "path": key.key}]}},
         ],

@@ -125,9 +125,16 @@ def policy_names(objs: Iterable[Obj]) -> set[tuple[str, str]]:
     return names
 
 
+def has_policy(objs: Iterable[Obj]) -> bool:
+    """True when the render holds the accounts ConfigMap (and so the Job that applies it)."""
+    return any(o.get("kind") == "ConfigMap" and o["metadata"].get("name") == POLICY_CONFIG_MAP for o in objs)
+
+
 def policy_removals(cluster: str, old: Iterable[Obj], new: Iterable[Obj]) -> list[Change]:
     """Slurm accounts and QoS that left the spec: the accounts Job would delete them from slurmdbd."""
     old, new = list(old), list(new)
+    if not has_policy(new):
+        return []  # no policy any more: no Job either, so nothing is deleted (the entities stay as they are)
     namespace = next((o["metadata"].get("namespace") for o in old
                       if o.get("kind") == "ConfigMap" and o["metadata"].get("name") == POLICY_CONFIG_MAP), None)
     gone = sorted(policy_names(old) - policy_names(new))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from .catalog.catalog import InstanceType, load_catalog
-from .guards import IMMUTABLE, POLICY_KINDS, STATEFUL, _MISSING, field, policy_names
+from .guards import IMMUTABLE, POLICY_KINDS, STATEFUL, _MISSING, field, has_policy, policy_names
 from .rendered import images
 
 Obj = dict[str, Any]
@@ -174,6 +174,10 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
         if old_images[repo] != new_images[repo]:
             notes.append(f"version: image {repo} {old_images[repo]} → {new_images[repo]}")
     gone = sorted(_policy_names(old) - _policy_names(new))
+    if gone and not has_policy(new.values()):
+        notes.append("policy: no longer managed here (the accounts Job is gone); its accounts, users and QoS "
+                     "stay in slurmdbd as they are")
+        gone = []
     for title, name in gone:
         if title in POLICY_KINDS:
             notes.append(f"policy: {title} '{name}' left the spec; the accounts Job deletes it from slurmdbd "

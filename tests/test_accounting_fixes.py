@@ -281,3 +281,15 @@ def test_summary_names_the_flag_an_account_removal_needs():
         "policy: User 'dave' left the spec; the accounts Job deletes its associations under slurmgen's accounts "
         "(its job records stay)",
     ]
+
+
+def test_dropping_the_whole_policy_deletes_nothing_and_needs_no_flag():
+    from slurmgen.summary import _attention
+
+    # GIVEN a render with a policy, and one without any (no ConfigMap, so no Job either)
+    old = _policy_cm("QOS - 'old':Priority=1\nAccount - 'legacy':Fairshare=1\n")
+    # THEN nothing is refused, and the summary says the entities stay
+    assert guards.destructive_changes("c", [old], []) == []
+    assert [n for n in _attention("c", {"cm.yaml": old}, {}) if n.startswith("policy:")] == [
+        "policy: no longer managed here (the accounts Job is gone); its accounts, users and QoS stay in slurmdbd "
+        "as they are"]

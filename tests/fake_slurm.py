@@ -2,7 +2,8 @@
 
 Like the real clients (auth/slurm: SchedMD/slurm slurm-26-05-1-1 src/common/sack_api.c), every
 sacctmgr call fails unless sackd's socket exists. slurmdbd's state is a JSON file ($FAKE_STATE):
-{"qos": {name: description}, "accounts": {name: description}, "assocs": [[account, user, parent]]};
+{"qos": {name: description}, "accounts": {name: description},
+"assocs": [[account, user, parent, cluster]]};
 mutating calls are appended to $FAKE_LOG. $FAKE_FAIL names `delete` targets that fail (jobs running).
 """
 
@@ -33,27 +34,29 @@ def sackd(argv: list[str]) -> int:
 
 
 def _options(line: str) -> dict[str, str]:
-    return {k.lower(): v for k, v in re.findall(r":(\w+)='?([^':]*)'?", line)}
+    return {k.lower(): quoted or bare for k, quoted, bare in re.findall(r":(\w+)=(?:'([^']*)'|([^:]*))", line)}
 
 
 def _load(state: dict, path: str) -> None:
-    parent = "root"
+    parent, cluster = "root", ""
     for line in Path(path).read_text().splitlines():
         head = re.match(r"^(QOS|Cluster|Parent|Account|User) - '([^']+)'", line)
         if not head:
             continue
         title, name = head.groups()
         opts = _options(line)
-        if title == "QOS":
+        if title == "Cluster":
+            cluster = name
+        elif title == "QOS":
             state["qos"][name] = opts.get("description", "")
         elif title == "Parent":
             parent = name
         elif title == "Account":
             state["accounts"][name] = opts.get("description", "")
-            if [name, "", parent] not in state["assocs"]:
-                state["assocs"].append([name, "", parent])
-        elif title == "User" and [parent, name, ""] not in state["assocs"]:
-            state["assocs"].append([parent, name, ""])
+            if [name, "", parent, cluster] not in state["assocs"]:
+                state["assocs"].append([name, "", parent, cluster])
+        elif title == "User" and [parent, name, "", cluster] not in state["assocs"]:
+            state["assocs"].append([parent, name, "", cluster])
 
 
 def sacctmgr(argv: list[str]) -> int:
@@ -77,8 +80,10 @@ def sacctmgr(argv: list[str]) -> int:
             print(f"{name}|{desc}")
         return 0
     if verb == "show" and what == "assoc":
-        for account, user, parent in state["assocs"]:
-            print(f"{account}|{user}|{parent}")
+        fields = {"account": 0, "user": 1, "parentname": 2}
+        for assoc in state["assocs"]:
+            if kv.get("cluster") in (None, assoc[3]):
+                print("|".join(assoc[fields[f]] for f in kv["format"].split(",")))
         return 0
     with open(os.environ["FAKE_LOG"], "a") as log:
         log.write("sacctmgr " + " ".join(args) + "\n")
@@ -88,14 +93,17 @@ def sacctmgr(argv: list[str]) -> int:
         if f"{what}:{kv['name']}" in os.environ.get("FAKE_FAIL", "").split():
             print(f"Error: {what} {kv['name']} has running jobs", file=sys.stderr)
             return 1
+        here = [a for a in state["assocs"] if kv.get("cluster") in (None, a[3])]
         if what == "user":
-            state["assocs"].remove([kv["account"], kv["name"], ""])
+            state["assocs"].remove([kv["account"], kv["name"], "", kv["cluster"]])
         elif what == "account":
-            if any(p == kv["name"] for _, _, p in state["assocs"]):
+            if any(a[2] == kv["name"] for a in here):
                 print(f"Error: account {kv['name']} still has children", file=sys.stderr)
                 return 1
-            del state["accounts"][kv["name"]]
-            state["assocs"] = [a for a in state["assocs"] if a[0] != kv["name"]]
+            # with cluster=, only that cluster's associations go (sacctmgr account_functions.c SA_SET_ASSOC)
+            state["assocs"] = [a for a in state["assocs"] if a[0] != kv["name"] or a not in here]
+            if "cluster" not in kv:
+                del state["accounts"][kv["name"]]
         elif what == "qos":
             del state["qos"][kv["name"]]
     state_path.write_text(json.dumps(state))

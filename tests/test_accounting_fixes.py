@@ -14,12 +14,13 @@ import pytest
 
 from slurmgen import guards
 from slurmgen.charts.accounting import my_cnf
-from slurmgen.charts.policy import MARK, declared, load_script
+from slurmgen.charts.policy import declared, load_script
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
 
 FAKE = Path(__file__).parent / "fake_slurm.py"
 JOB = "slurm/job-slurm-accounts-load.yaml"
+C = "slurm-on-eks"  # the example's Slurm cluster name
 CONFIG = "slurm/configmap-slurm-accounts.yaml"
 
 
@@ -77,14 +78,17 @@ def fake_cluster(tmp_path, example):
 
 
 def _before() -> dict:
-    """slurmdbd after an older spec and some hand-made entities."""
+    """slurmdbd after an older spec, with hand-made entities and another cluster's (shared slurmdbd)."""
+    ours, theirs, c = "[slurmgen slurm-on-eks]", "[slurmgen other]", "slurm-on-eks"
     return {
-        "qos": {"normal": f"default {MARK}", "old": f"retired {MARK}", "manual": "made by an admin"},
-        "accounts": {"root": "default root account", "ml": f"ml {MARK}", "legacy": f"legacy {MARK}",
-                     "legacy-sub": f"legacy-sub {MARK}", "admin": "made by an admin"},
-        "assocs": [["root", "", ""], ["root", "root", ""], ["ml", "", "research"], ["ml", "zed", ""],
-                   ["legacy", "", "root"], ["legacy-sub", "", "legacy"], ["legacy-sub", "dave", ""],
-                   ["admin", "", "root"], ["admin", "eve", ""]],
+        "qos": {"normal": f"default {ours}", "old": f"retired {ours}", "manual": "made by an admin",
+                "their-qos": f"x {theirs}"},
+        "accounts": {"root": "default root account", "ml": f"ml {ours}", "legacy": f"legacy {ours}",
+                     "legacy-sub": f"legacy-sub {ours}", "admin": "made by an admin", "theirs": f"t {theirs}"},
+        "assocs": [["root", "", "", c], ["root", "root", "", c], ["ml", "", "research", c], ["ml", "zed", "", c],
+                   ["legacy", "", "root", c], ["legacy-sub", "", "legacy", c], ["legacy-sub", "dave", "", c],
+                   ["admin", "", "root", c], ["admin", "eve", "", c],
+                   ["root", "", "", "other"], ["theirs", "", "root", "other"], ["theirs", "tom", "", "other"]],
     }
 
 
@@ -102,13 +106,17 @@ def test_job_loads_then_deletes_only_what_slurmgen_manages_and_the_spec_dropped(
         "sacctmgr delete user name=zed account=ml cluster=slurm-on-eks",
         "sacctmgr delete account name=legacy-sub cluster=slurm-on-eks",
         "sacctmgr delete account name=legacy cluster=slurm-on-eks",
+        "sacctmgr delete account name=legacy",
+        "sacctmgr delete account name=legacy-sub",
         "sacctmgr delete qos name=old",
     ]
-    # AND never touched root, the hand-made account, its user, or the hand-made QoS
-    assert {"root", "admin"} <= set(state["accounts"]) and ["admin", "eve", ""] in state["assocs"]
-    assert "manual" in state["qos"] and ["root", "root", ""] in state["assocs"]
-    # AND the spec's own entities are there, marked
-    assert state["qos"]["scavenger"].endswith(MARK) and state["accounts"]["vision"].endswith(MARK)
+    # AND never touched root, the hand-made account, its user, the hand-made QoS, or another cluster's
+    assert {"root", "admin", "theirs"} <= set(state["accounts"]) and ["admin", "eve", "", C] in state["assocs"]
+    assert {"manual", "their-qos"} <= set(state["qos"]) and ["root", "root", "", C] in state["assocs"]
+    assert ["theirs", "tom", "", "other"] in state["assocs"]
+    # AND the spec's own entities are there, marked as this cluster's
+    assert state["qos"]["scavenger"].endswith("[slurmgen slurm-on-eks]")
+    assert ["vision", "", "research", C] in state["assocs"]
 
 
 def test_job_is_a_no_op_the_second_time(fake_cluster):
@@ -127,7 +135,7 @@ def test_a_failed_removal_fails_the_hook_after_trying_the_others(fake_cluster):
     rc, log, state = fake_cluster(_before(), fail="user:dave")
     # THEN the other removals still happen, and the Job exits 1 so the sync shows it (the next sync retries)
     assert rc == 1
-    assert "sacctmgr delete qos name=old" in log and ["ml", "zed", ""] not in state["assocs"]
+    assert "sacctmgr delete qos name=old" in log and ["ml", "zed", "", C] not in state["assocs"]
 
 
 def test_without_sackd_every_sacctmgr_call_fails(fake_cluster, tmp_path):

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import re
+
 import yaml
 
 Obj = dict[str, Any]
@@ -35,6 +37,13 @@ IMMUTABLE: Mapping[str, tuple[tuple[str, ...], ...]] = {
 }
 
 _MISSING = object()
+
+# The accounts Job (charts/policy.py) deletes from slurmdbd the accounts and QoS the spec no longer
+# declares: the account's associations and fair-share usage go with it, and jobs can no longer be
+# submitted under it. Users are not guarded: their associations go, their job records stay.
+POLICY_CONFIG_MAP = "slurm-accounts"
+POLICY_KINDS = {"Account": "SlurmAccount", "QOS": "SlurmQOS"}
+_POLICY_LINE = re.compile(r"^(QOS|Account|User) - '([^']+)'")
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,37 @@ def _show(value: Any) -> str:
     return "unset" if value is _MISSING else repr(value)
 
 
+def policy_names(objs: Iterable[Obj]) -> set[tuple[str, str]]:
+    """(QOS|Account|User, name) declared by the rendered sacctmgr flat file, if any."""
+    names: set[tuple[str, str]] = set()
+    for obj in objs:
+        if obj.get("kind") == "ConfigMap" and obj["metadata"].get("name") == POLICY_CONFIG_MAP:
+            for line in (obj.get("data") or {}).get("accounts.cfg", "").splitlines():
+                match = _POLICY_LINE.match(line)
+                if match:
+                    names.add((match.group(1), match.group(2)))
+    return names
+
+
+def has_policy(objs: Iterable[Obj]) -> bool:
+    """True when the render holds the accounts ConfigMap (and so the Job that applies it)."""
+    return any(o.get("kind") == "ConfigMap" and o["metadata"].get("name") == POLICY_CONFIG_MAP for o in objs)
+
+
+def policy_removals(cluster: str, old: Iterable[Obj], new: Iterable[Obj]) -> list[Change]:
+    """Slurm accounts and QoS that left the spec: the accounts Job would delete them from slurmdbd."""
+    old, new = list(old), list(new)
+    if not has_policy(new):
+        return []  # no policy any more: no Job either, so nothing is deleted (the entities stay as they are)
+    namespace = next((o["metadata"].get("namespace") for o in old
+                      if o.get("kind") == "ConfigMap" and o["metadata"].get("name") == POLICY_CONFIG_MAP), None)
+    gone = sorted(policy_names(old) - policy_names(new))
+    return [Change(cluster, POLICY_KINDS[title], namespace, name,
+                   f"delete Slurm {title.lower() if title == 'Account' else title} '{name}' from slurmdbd "
+                   "(its associations and fair-share usage go with it)")
+            for title, name in gone if title in POLICY_KINDS]
+
+
 def destructive_changes(cluster: str, old: Iterable[Obj], new: Iterable[Obj]) -> list[Change]:
     """Stateful objects removed, and immutable fields changed, between two renders of one cluster."""
     before, after = index(old), index(new)
@@ -123,4 +163,4 @@ def destructive_changes(cluster: str, old: Iterable[Obj], new: Iterable[Obj]) ->
                 changes.append(Change(cluster, kind, namespace, name,
                                       f"change {'.'.join(path)} of {kind} {where} ({_show(was)} -> {_show(now)}): "
                                       "it forces a re-creation or the operator refuses it"))
-    return changes
+    return changes + policy_removals(cluster, before.values(), after.values())

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from .catalog.catalog import InstanceType, load_catalog
-from .guards import IMMUTABLE, STATEFUL, _MISSING, field
+from .guards import IMMUTABLE, POLICY_KINDS, STATEFUL, _MISSING, field, has_policy, policy_names
 from .rendered import images
 from .slurmconf.checks import wave_problems
 from .slurmconf.diff import changes as slurmconf_changes
@@ -21,7 +21,6 @@ Obj = dict[str, Any]
 Tree = Mapping[str, Obj]  # relative path -> object, for one cluster
 
 _PARTITION_LINE = re.compile(r"^PartitionName=(\S+) Nodes=(\S+)")
-_POLICY_LINE = re.compile(r"^(QOS|Account|User) - '([^']+)'")
 _LBC = "service.beta.kubernetes.io/aws-load-balancer-"
 
 
@@ -131,13 +130,7 @@ def _image_tags(tree: Tree) -> dict[str, str]:
 
 
 def _policy_names(tree: Tree) -> set[tuple[str, str]]:
-    names: set[tuple[str, str]] = set()
-    for cm in _by_kind(tree, "ConfigMap").values():
-        for line in cm.get("data", {}).get("accounts.cfg", "").splitlines():
-            match = _POLICY_LINE.match(line)
-            if match:
-                names.add((match.group(1), match.group(2)))
-    return names
+    return policy_names(tree.values())
 
 
 def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
@@ -185,10 +178,17 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
         if old_images[repo] != new_images[repo]:
             notes.append(f"version: image {repo} {old_images[repo]} → {new_images[repo]}")
     gone = sorted(_policy_names(old) - _policy_names(new))
+    if gone and not has_policy(new.values()):
+        notes.append("policy: no longer managed here (the accounts Job is gone); its accounts, users and QoS "
+                     "stay in slurmdbd as they are")
+        gone = []
     for title, name in gone:
-        what = {"QOS": "qos", "Account": "account", "User": "user"}[title]
-        notes.append(f"policy: {title} '{name}' left the spec; sacctmgr load never deletes: run "
-                     f"`sacctmgr -i delete {what} name={name}` by hand once it is unused")
+        if title in POLICY_KINDS:
+            notes.append(f"policy: {title} '{name}' left the spec; the accounts Job deletes it from slurmdbd "
+                         f"(synth needs --allow-destroy {POLICY_KINDS[title]}/{name})")
+        else:
+            notes.append(f"policy: User '{name}' left the spec; the accounts Job deletes its associations "
+                         "under slurmgen's accounts (its job records stay)")
     return notes
 
 

@@ -92,8 +92,9 @@ def test_policy_job_is_an_idempotent_post_sync_hook(rendered):
     spec = job["spec"]
     assert spec["backoffLimit"] <= 10 and spec["ttlSecondsAfterFinished"] > 0 and spec["activeDeadlineSeconds"] > 0
     script = spec["template"]["spec"]["containers"][0]["command"][2]
-    assert "sacctmgr -i load file=/etc/slurm-accounts/accounts.cfg" in script
-    assert "clean" not in script and "delete" not in script  # never removes anything
+    assert "cfg=/etc/slurm-accounts\n" in script and "sacctmgr -i load file=$cfg/accounts.cfg" in script
+    assert "clean" not in script  # `load clean` would drop and re-create every association
+    assert "sacctmgr -i delete account" in script  # removals: tests/test_accounting_fixes.py
     # AND the file it loads is the spec's policy as a flat file, with QoS, accounts and users
     loaded = example["slurm/configmap-slurm-accounts.yaml"]["data"]["accounts.cfg"]
     assert loaded == flat_file(rendered["example"].spec)

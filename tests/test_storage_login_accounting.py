@@ -167,8 +167,9 @@ def test_no_secret_value_anywhere_in_dist():
     for path in files:
         text = path.read_text()
         # THEN no Secret object, and nothing that looks like key material or a password value
+        # (an External Secrets template that transforms the value in the cluster is not one)
         assert not re.search(r"^kind: Secret$", text, re.M), path
-        assert not re.search(r"^\s*(password|slurm\.key|jwt\.key):\s*\S", text, re.M), path
+        assert not re.search(r"^\s*(password|slurm\.key|jwt\.key):\s*(?!'\{\{ )\S", text, re.M), path
         assert not re.search(r"[A-Za-z0-9+/]{200,}", text), path
 
 

@@ -72,7 +72,7 @@ def test_summary_headlines(tmp_path, capsys):
     risky = render_summary(tmp_path, *CASES["remove_fsx_and_a_user"], capsys)
     assert "- **touches stateful objects** (see below)" in risky
     assert "- stateful: removes PersistentVolumeClaim slurm/fsx" in risky
-    assert "sacctmgr -i delete user name=carol" in risky
+    assert "- policy: User 'carol' left the spec; the accounts Job deletes its associations" in risky
     exposed = render_summary(tmp_path, *CASES["widen_login"], capsys)
     assert "login exposure widened: Service slurm/slurm-login-ssh becomes internet-facing" in exposed
 

@@ -1,4 +1,4 @@
-"""Secrets that never touch git: the External Secrets objects that create them in the cluster.
+r"""Secrets that never touch git: the External Secrets objects that create them in the cluster.
 
 Without AWS Secrets Manager, a Password generator makes each value once: `refreshPolicy:
 CreatedOnce` (a refresh would generate a new key), an immutable target (a re-created
@@ -8,6 +8,15 @@ the database password raw into slurmdbd.conf, where `#` starts a comment.
 
 With AWS Secrets Manager, the values are read from `<prefix>/<secret name>` (one property per key)
 through a namespaced SecretStore that uses the controller's own credentials (Pod Identity / IRSA).
+
+A database password from Secrets Manager is the one value we do not choose, and Slinky writes it
+raw as `StoragePass=` into slurmdbd.conf (slurm-operator v1.2.1
+internal/builder/accountingbuilder/accounting_config.go), where Slurm's parser cuts at an unescaped
+`#`, drops a `\` and stops at whitespace (SchedMD/slurm slurm-26-05-1-1 src/common/parse_config.c
+_strip_comments, _strip_escapes, keyvalue_pattern). ESO sees the value, so its template does what
+we cannot: for an external database, whose password only slurmdbd reads, it escapes `\` and `#`;
+for the in-cluster MariaDB, whose User reads the same Secret raw, it refuses them; whitespace and
+`"` are refused in both cases. A refusal shows as the ExternalSecret's sync error.
 """
 
 from __future__ import annotations
@@ -50,6 +59,21 @@ proxy_lib_name = files
 auth_provider = proxy
 proxy_pam_target = sssd-shadowutils
 """
+
+
+_UNSAFE = r'[\s"]'  # never representable in an unquoted slurmdbd.conf value
+_UNSAFE_RAW = r'[\s"#\\]'  # also `#` and `\` when the value cannot be escaped
+
+
+def db_password_template(key: str, *, escape: bool) -> str:
+    """ESO v2 template (Go text/template + sprig, external-secrets v2.9.0 runtime/template/v2) for the DB password."""
+    unsafe = _UNSAFE if escape else _UNSAFE_RAW
+    what = "whitespace or a double quote" if escape else "whitespace, a double quote, '#' or a backslash"
+    value = r'$p | replace "\\" "\\\\" | replace "#" "\\#"' if escape else "$p"
+    return (f'{{{{ $p := index . "{key}" }}}}'
+            f'{{{{ if regexMatch `{unsafe}` $p }}}}'
+            f'{{{{ fail "the database password contains {what}: slurmdbd.conf cannot hold it" }}}}'
+            f'{{{{ end }}}}{{{{ {value} }}}}')
 
 
 def generated_secrets(spec: ClusterSpec) -> list[tuple[SecretKeyRef, tuple[int, int]]]:
@@ -114,6 +138,11 @@ class SecretsChart(UnitChart):
                  "dataFrom": self._generator_ref(ref.name)}})
 
     def _external(self, ref: SecretKeyRef) -> None:
+        db = self.spec.accounting.database
+        template: dict[str, Any] = {}
+        if self.spec.accounting.enabled and ref == db.password_secret:
+            template = {"template": {"engineVersion": "v2", "mergePolicy": "Replace", "type": "Opaque", "data": {
+                ref.key: db_password_template(ref.key, escape=not db.managed)}}}
         remote = {"key": f"{self.spec.secrets.aws_prefix}/{ref.name}", "property": ref.key,
                   "conversionStrategy": "Default", "decodingStrategy": "None", "metadataPolicy": "None",
                   "nullBytePolicy": "Ignore"}
@@ -121,7 +150,7 @@ class SecretsChart(UnitChart):
              annotations=self._annotations(1), body={"spec": {
                  "refreshInterval": "1h",
                  "secretStoreRef": {"kind": "SecretStore", "name": STORE},
-                 "target": {"name": ref.name, "creationPolicy": "Orphan", "deletionPolicy": "Retain"},
+                 "target": {"name": ref.name, "creationPolicy": "Orphan", "deletionPolicy": "Retain", **template},
                  "data": [{"secretKey": ref.key, "remoteRef": remote}]}})
 
     def _sssd_conf(self) -> None:

@@ -302,6 +302,8 @@ def database_mode(spec: dict[str, Any]) -> Iterator[Finding]:
         yield "accounting.database.host", "mode external needs the database host (e.g. the RDS endpoint)"
     if db["mode"] == "in-cluster" and "host" in db:
         yield "accounting.database.host", "the in-cluster database is always 'mariadb'; remove host or set mode: external"
+    if db["mode"] == "in-cluster" and "tls" in db:
+        yield "accounting.database.tls", "only used with mode: external (the in-cluster MariaDB is reached inside the namespace)"
     ic = db["inCluster"]
     if db["mode"] == "in-cluster" and memory_mib(ic["memory"]) <= ic["bufferPoolSizeMiB"]:
         yield ("accounting.database.inCluster.memory",

@@ -216,7 +216,10 @@ def _database(db: dict[str, Any]) -> Database:
         user=db["user"], password_secret=_ref(db["passwordSecret"]),
         in_cluster=MariaDbSettings(storage_class_name=ic["storageClassName"], size=ic["size"], memory=ic["memory"],
                                    cpu=ic["cpu"], buffer_pool_size_mib=ic["bufferPoolSizeMiB"],
-                                   max_allowed_packet_mib=ic["maxAllowedPacketMiB"]),
+                                   max_allowed_packet_mib=ic["maxAllowedPacketMiB"],
+                                   max_user_connections=ic["maxUserConnections"]),
+        tls_ca=_ref(db["tls"]["caConfigMap"]) if "tls" in db else None,
+        password_revision=db["passwordRevision"],
     )
 
 

@@ -267,6 +267,7 @@ class MariaDbSettings:
     cpu: str
     buffer_pool_size_mib: int
     max_allowed_packet_mib: int
+    max_user_connections: int = 200
 
 
 @dataclass(frozen=True)
@@ -287,6 +288,8 @@ class Database:
     user: str
     password_secret: SecretKeyRef
     in_cluster: MariaDbSettings
+    tls_ca: SecretKeyRef | None = None  # external only: ConfigMap name/key of the CA bundle
+    password_revision: int = 0  # bumped by hand after a rotation; rolls slurmdbd
 
     @property
     def managed(self) -> bool:

@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="with --summary: compare with the output folder committed at this ref (default HEAD)")
     base.add_argument("--base-dir", type=Path, metavar="DIR", help="with --summary: compare with this folder")
     p.add_argument("--crd-dir", type=Path, metavar="DIR",
-                   help="folder of upstream CRD YAML to validate against (default: $SLURMGEN_CRD_DIR, ../shared/crds, the cache)")
+                   help="validate against the CRD YAML files in DIR instead of the vendored, pinned schemas")
     return p
 
 

@@ -17,7 +17,6 @@ from slurmgen.catalog.sizing import pod_resources
 from slurmgen.output import dump
 from slurmgen.spec import parse_text
 from slurmgen.verify import verify
-from tests.conftest import CRDS
 
 CATALOG = load_catalog()
 TYPES = sorted(name for name, it in CATALOG.items() if not it.is_neuron)
@@ -92,7 +91,7 @@ def test_any_accepted_spec_renders_and_validates(raw):
     spec = parse_text("random.yaml", yaml.safe_dump(raw, sort_keys=False))
     [cluster] = render([spec])
     # THEN every object validates and passes every synth-time check, and dumping is deterministic
-    assert verify([cluster], crd_dir=CRDS) == []
+    assert verify([cluster]) == []
     assert all(dump(obj) == dump(obj) for obj in cluster.files.values())
 
 

@@ -12,6 +12,8 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 #: The pinned upstream CRD YAML the vendored schemas are made from: only deep tests read it.
 SHARED_CRDS = SHARED / "crds"
+#: `run(..., crd_dir=CRDS)` / `Validator.create(CRDS)`: None means the vendored CRD schemas.
+CRDS = None
 #: Default values of the pinned Helm charts, vendored for the tests (see its SOURCES.json).
 CHARTS = REPO / "tests" / "data" / "charts"
 #: CI sets it where ../shared exists, so a deep test cannot skip unnoticed there.

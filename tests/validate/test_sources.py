@@ -315,11 +315,23 @@ def test_cli_verify(pinned, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
 
 
 # --------------------------------------------------------------------------- nothing outside the package
-def test_the_package_never_looks_beside_the_checkout_or_in_a_cache() -> None:
+def test_the_package_never_looks_for_crds_or_charts_beside_the_checkout_or_in_a_cache() -> None:
     # given every source and data file of the package
     files = [p for p in (REPO / "slurmgen").rglob("*") if p.suffix in (".py", ".json", ".csv") and p.is_file()]
-    # when searched for the old CRD locations
-    hits = [f"{p.relative_to(REPO)}: {word}" for p in files for word in ("../shared", "shared/crds", "shared/charts",
+    # when searched for the former CRD and chart locations
+    hits = [f"{p.relative_to(REPO)}: {word}" for p in files for word in ("shared/crds", "shared/charts",
             "SLURMGEN_CRD_DIR", ".cache/slurmgen", "parsed-crds") if word in p.read_text(encoding="utf-8")]
     # then none is mentioned: the vendored schemas are the only default
     assert hits == []
+
+
+@pytest.mark.parametrize("argv", [["main.py", "--help"], ["-m", "slurmgen.validate.sources", "refresh", "--help"]])
+def test_help_texts_do_not_send_anyone_to_shared(argv: list[str]) -> None:
+    # given the command lines a user reads / when their help is printed
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, check=True, timeout=60)
+    # then it describes the options without pointing at ../shared or a cache
+    assert "--crd-dir" in result.stdout or "--from" in result.stdout
+    assert "shared" not in result.stdout and ".cache" not in result.stdout

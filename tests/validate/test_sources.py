@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from slurmgen.validate import Validator, sources, vendored
+from slurmgen.validate import SchemaUnavailable, Validator, sources, vendored
 from slurmgen.validate.sources import CrdSource, FetchError, fetch, load_sources, refresh, verify_dir
 from slurmgen.validate.vendored import INDEX_FILE, VENDORED_DIR, VendoredCrds
 
@@ -335,3 +335,17 @@ def test_help_texts_do_not_send_anyone_to_shared(argv: list[str]) -> None:
     # then it describes the options without pointing at ../shared or a cache
     assert "--crd-dir" in result.stdout or "--from" in result.stdout
     assert "shared" not in result.stdout and ".cache" not in result.stdout
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, r"vendored CRD schemas unreadable: .*index\.json"),
+    ("{not json", r"index\.json: not JSON .*run the refresh"),
+    ('{"crds": [{"group": "x"}]}', r"index\.json: malformed .*run the refresh"),
+])
+def test_a_broken_vendored_dir_fails_with_one_plain_message(tmp_path: Path, content: str | None, message: str) -> None:
+    # given a vendored dir whose index is missing, not JSON, or lacks fields
+    if content is not None:
+        (tmp_path / INDEX_FILE).write_text(content)
+    # when / then loading it raises the validator's plain error (synth prints it and exits 2)
+    with pytest.raises(SchemaUnavailable, match=message):
+        VendoredCrds.load(tmp_path)

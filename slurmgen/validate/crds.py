@@ -165,7 +165,10 @@ def _crd_files(root: Path) -> list[Path]:
 
 def _parse_file(path: Path) -> list[Any]:
     """All YAML documents of a file (JSON is YAML too)."""
-    data = _read(path)
+    return _parse(path, _read(path))
+
+
+def _parse(path: Path, data: bytes) -> list[Any]:
     try:
         return [doc for doc in yaml.load_all(data.decode("utf-8"), Loader=_Loader) if doc is not None]
     except (UnicodeDecodeError, yaml.YAMLError) as error:

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .core import SchemaUnavailable
-from .crds import CrdIndex, CrdVersion, _parse_file, strict_body
+from .crds import CrdIndex, CrdVersion, _parse, _read, strict_body
 
 if TYPE_CHECKING:  # sources imports this module lazily; no import cycle at run time
     from .sources import CrdSource
@@ -84,14 +84,19 @@ class VendoredCrds(CrdIndex):
 
 
 def build(crd_dir: Path, sources: Iterable[CrdSource]) -> dict[str, bytes]:
-    """Every vendored file (name -> bytes) from the pinned files in `crd_dir`, already verified.
+    """Every vendored file (name -> bytes) from the pinned files in `crd_dir`.
 
-    Deterministic: the same upstream bytes give the same output bytes.
+    Each file's bytes are checked against its pinned sha256 as they are read, so what is
+    converted is exactly what was pinned.  Deterministic: the same upstream bytes give the
+    same output bytes.
     """
     files: dict[str, bytes] = {}
     entries: list[dict[str, Any]] = []
     for source in sorted(sources, key=lambda s: s.path):
-        for document in _parse_file(crd_dir / source.path):
+        data = _read(crd_dir / source.path)
+        if hashlib.sha256(data).hexdigest() != source.sha256:
+            raise SchemaUnavailable(f"{source.path}: sha256 is not the pinned {source.sha256}")
+        for document in _parse(crd_dir / source.path, data):
             if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
                 continue
             if document.get("apiVersion") != _CRD_API_VERSION:

@@ -349,3 +349,12 @@ def test_a_broken_vendored_dir_fails_with_one_plain_message(tmp_path: Path, cont
     # when / then loading it raises the validator's plain error (synth prints it and exits 2)
     with pytest.raises(SchemaUnavailable, match=message):
         VendoredCrds.load(tmp_path)
+
+
+def test_build_refuses_bytes_that_are_not_the_pinned_ones(pinned) -> None:
+    # given an upstream dir whose file changed after any earlier verification
+    upstream, pins = pinned
+    (upstream / "example" / "gadgets.yaml").write_text(GADGET.replace("integer", "string"))
+    # when / then the converter itself refuses it, naming the file
+    with pytest.raises(SchemaUnavailable, match=r"example/gadgets.yaml: sha256 is not the pinned "):
+        vendored.build(upstream, pins)

@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
                         "will write, write nothing")
     p.add_argument("--cluster", metavar="NAME", help="with --explain: only this cluster")
     p.add_argument("--crd-dir", type=Path, metavar="DIR",
-                   help="folder of upstream CRD YAML to validate against (default: $SLURMGEN_CRD_DIR, ../shared/crds, the cache)")
+                   help="validate against the CRD YAML files in DIR instead of the vendored, pinned schemas")
     return p
 
 

@@ -24,10 +24,10 @@ Obj = dict[str, Any]
 
 @lru_cache(maxsize=4)
 def _validator(crd_dir: Path | None, kubernetes_version: str) -> Any:
+    """The vendored CRD schemas, or the CRD YAML under `crd_dir` (`--crd-dir`)."""
     from .validate import Validator
-    from .validate.sources import default_crd_dir
 
-    return Validator.create(crd_dir or default_crd_dir(), kubernetes_version=kubernetes_version)
+    return Validator.create(crd_dir, kubernetes_version=kubernetes_version)
 
 
 # Every apiVersion/kind the charts emit: their validators can be built while cdk8s renders.
@@ -101,7 +101,7 @@ def static_checks(clusters: Sequence[RenderedCluster],
 
 
 def schema_checks(clusters: Sequence[RenderedCluster], *, crd_dir: Path | None = None) -> list[str]:
-    """Every object against its schema; raises SchemaUnavailable when no CRD schemas can be found."""
+    """Every object against its schema; raises SchemaUnavailable when the CRD schemas cannot be read."""
     return [line for cluster in clusters for line in schema_problems(cluster, crd_dir)]
 
 

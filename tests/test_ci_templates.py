@@ -58,9 +58,10 @@ def test_workflow_steps_run_the_readme_commands_in_order(steps):
     # GIVEN the shell commands of the workflow, in order
     runs = [s["run"].strip() for s in steps if "run" in s]
     index = {cmd: i for i, cmd in enumerate(runs)}
-    fetch = '.venv/bin/python -m slurmgen.validate.sources fetch --cache "$SLURMGEN_CRD_DIR"'
-    # THEN install, fetch the CRDs, test, check: each exactly as the README names it, in that order
-    assert index["make install"] < index[fetch] < index["make test"] < index["make check"]
+    # THEN install, test, check: each exactly as the README names it, in that order
+    assert index["make install"] < index["make test"] < index["make check"]
+    # AND nothing is fetched: the CRD schemas are vendored in the package
+    assert not any("slurmgen.validate.sources" in r for r in runs)
     # AND the summary compares with the pull request's base branch, on pull requests only
     summary = next(s for s in steps if "--summary" in s.get("run", ""))
     assert summary["run"].startswith('.venv/bin/python main.py --summary --base "origin/${{ github.base_ref }}"')
@@ -79,16 +80,6 @@ def test_workflow_actions_are_pinned_to_commit_shas_with_their_version(steps):
     for line in WORKFLOW.read_text().splitlines():
         if "uses:" in line:
             assert re.search(r"@[0-9a-f]{40}\s+#\s*v\d+(\.\d+)*\s*$", line), line
-
-
-def test_workflow_fetch_step_is_a_real_command():
-    # the subcommand and option the workflow uses exist
-    python = REPO / ".venv" / "bin" / "python"
-    if not python.exists():
-        pytest.skip("no .venv (run 'make install')")
-    run = subprocess.run([str(python), "-m", "slurmgen.validate.sources", "fetch", "--help"],
-                         capture_output=True, text=True, cwd=REPO)
-    assert run.returncode == 0 and "--cache CACHE" in run.stdout
 
 
 def test_pre_commit_hooks_run_make_targets_on_the_right_files():
@@ -115,10 +106,17 @@ def test_make_targets_run_what_they_say():
     assert make_runs("summary")[-1] == ".venv/bin/python -O main.py --summary"
 
 
-def test_our_own_ci_runs_make_test_then_make_check():
-    lines = shell_lines((REPO / ".ci" / "run").read_text())
+def test_our_own_ci_proves_a_clean_clone_then_runs_beside_shared():
+    text = (REPO / ".ci" / "run").read_text()
+    lines = shell_lines(text)
     assert lines[0] == "set -euo pipefail"
-    assert lines.index("make test") < lines.index("make check")
+    # GIVEN the steps in order: synth and test in the clone (empty HOME), tests in place with the deep
+    # tests required, then make check
+    order = ['in_clone make PYTHON="$python" synth', "git -C \"$clone\" status --porcelain",
+             'make PYTHON="$python" test', "SLURMGEN_REQUIRE_SHARED=1 PYTEST_ADDOPTS", 'make VENV="$clone/.venv" check']
+    positions = [text.index(piece) for piece in order]
+    assert positions == sorted(positions)
+    assert 'HOME="$scratch/home"' in text and "[[ ! -e $scratch/shared ]]" in text
 
 
 def test_every_make_target_the_readme_names_exists():

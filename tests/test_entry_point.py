@@ -34,8 +34,7 @@ def bare_python() -> str:
 
 def clean_env(**extra: str) -> dict[str, str]:
     # No PYTHONPATH, no VIRTUAL_ENV, no SLURMGEN_VENV_HANDOFF: a fresh shell.
-    return {"PATH": CLEAN_PATH, "HOME": os.environ.get("HOME", "/tmp"),
-            "SLURMGEN_CRD_DIR": os.environ["SLURMGEN_CRD_DIR"], **extra}
+    return {"PATH": CLEAN_PATH, "HOME": os.environ.get("HOME", "/tmp"), **extra}
 
 
 def probe_script(tmp_path: Path, venv: Path) -> Path:

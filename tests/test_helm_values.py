@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Iterator
 
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from slurmgen.spec.loader import merge
-from tests.conftest import CHARTS
+from tests.conftest import CHARTS, SHARED, need_shared
 
 
 def helm_apps(rendered) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -54,8 +55,6 @@ def test_there_are_helm_applications(rendered):
 
 
 def test_every_value_key_exists_in_the_pinned_chart(rendered):
-    if not CHARTS.is_dir():  # a repository of specs outside this project has no pinned chart copies
-        pytest.skip(f"pinned chart defaults not found at {CHARTS} (set SLURMGEN_CHARTS_DIR)")
     for where, source in helm_apps(rendered):
         # GIVEN the chart's default values at the pinned version
         chart_dir = CHARTS / source["chart"] / source["targetRevision"]
@@ -74,6 +73,38 @@ def test_every_value_key_exists_in_the_pinned_chart(rendered):
         if schema_file.exists():
             merged = merge(defaults, values)
             jsonschema.validate(merged, json.loads(schema_file.read_text()))
+
+
+def vendored_charts() -> list[dict[str, Any]]:
+    return json.loads((CHARTS / "SOURCES.json").read_text())["charts"]
+
+
+def test_vendored_chart_files_are_the_recorded_upstream_bytes(rendered):
+    # GIVEN the vendored chart defaults and their provenance file
+    charts = vendored_charts()
+    for chart in charts:
+        folder = CHARTS / chart["chart"] / chart["version"]
+        # THEN each folder holds exactly the recorded files, each with its recorded sha256 ...
+        assert sorted(p.name for p in folder.iterdir()) == sorted(chart["files"]), folder
+        for name, pin in chart["files"].items():
+            assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == pin["sha256"], folder / name
+            # ... fetched from the raw file of the chart's folder at the pinned commit
+            repo = chart["repository"].removeprefix("https://github.com/")
+            assert pin["url"] == f"https://raw.githubusercontent.com/{repo}/{chart['commit']}/{chart['path']}/{name}"
+    # AND exactly the charts the examples deploy are vendored, at the versions they pin
+    deployed = {(source["chart"], source["targetRevision"]) for _, source in helm_apps(rendered)}
+    assert {(chart["chart"], chart["version"]) for chart in charts} == deployed
+    assert len(deployed) == 11
+
+
+def test_vendored_chart_files_equal_the_shared_copies():
+    # GIVEN (deep test) the chart defaults beside the checkout
+    shared = need_shared(SHARED / "charts")
+    # THEN every vendored file is byte for byte the shared one
+    for chart in vendored_charts():
+        for name in chart["files"]:
+            rel = f"{chart['chart']}/{chart['version']}/{name}"
+            assert (CHARTS / rel).read_bytes() == (shared / rel).read_bytes(), rel
 
 
 @pytest.mark.parametrize("path,expected", [(("crds", "enabled"), True), (("nope",), False), (("operator", "x", "y"), False)])

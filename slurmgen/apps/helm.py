@@ -1,7 +1,7 @@
 """The Helm charts deployed as child Applications, pinned, with the values we set.
 
 Every value key set here exists in the chart's default values.yaml at the pinned version
-(tests check it against ../shared/charts/): Helm silently ignores a misspelt key.
+(tests check it against the vendored copies in tests/data/charts/): Helm silently ignores a misspelt key.
 """
 
 from __future__ import annotations

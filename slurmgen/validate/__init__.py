@@ -1,12 +1,12 @@
 """Strict validation of every rendered Kubernetes object, before anything is written.
 
-    validator = Validator.create(crd_dir)          # once per run: loads every schema
+    validator = Validator.create()                 # once per run: the vendored CRD schemas + core
     problems = validator.validate_all(objects)     # then ~0.2 ms per object (~1 ms on first use of a kind)
     for problem in problems:
         print(problem)   # NodeSet slurm/gpu: spec.slurmd.resourcez: Additional properties ...
 
-Routing: an object whose apiVersion/kind is served by a CRD in `crd_dir` is checked against
-that CRD's schema made strict (see `crds`), plus the Slinky wrapper checks (see `slinky`);
+Routing: an object whose apiVersion/kind is served by a vendored CRD (or one in `crd_dir`) is
+checked against that CRD's schema made strict (see `crds`, `vendored`), plus the Slinky wrapper checks (see `slinky`);
 any other object against kubernetes-validate's strict core schemas (see `core`).  Unknown
 fields are errors everywhere, as with `kubectl apply`.  CRD CEL rules are not evaluated.
 """
@@ -24,13 +24,13 @@ from jsonschema.protocols import Validator as JsonValidator
 from . import slinky
 from .core import DEFAULT_KUBERNETES_VERSION, OBJECT_META, CoreSchemas, Issue, PathPart
 from .core import SchemaUnavailable, definition_ref, schema_issues
-from .crds import CrdIndex, to_strict_schema
+from .crds import CrdIndex, with_metadata
+from .vendored import VendoredCrds
 
 __all__ = ["DEFAULT_KUBERNETES_VERSION", "Problem", "SchemaUnavailable", "Validator", "format_path"]
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _CRD_SUFFIXES = (".yaml", ".yml", ".json")
-_FETCH_HINT = "run `python -m slurmgen.validate.sources fetch` or set SLURMGEN_CRD_DIR"
 
 
 @dataclass(frozen=True)
@@ -78,31 +78,24 @@ class Validator:
         cls,
         crd_dir: Path | str | None = None,
         kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
-        *,
-        verify: bool = True,
     ) -> Validator:
-        """Load the CRDs under `crd_dir` (default: `sources.default_crd_dir()`) and the core schemas.
+        """Load the CRD schemas and the core schemas of one Kubernetes version.
 
-        With `verify` (the default) the pinned CRD files must be present with their
-        upstream sha256 (extra files are fine); pass `verify=False` for an ad-hoc dir.
-        Raises `SchemaUnavailable` with a plain message when that is not the case.
+        By default the CRDs are the vendored ones (`vendored`: strict, pinned, inside the
+        package).  `crd_dir` validates against the CRD YAML files of another folder instead,
+        as given (e.g. a newer upstream release, before refreshing the pins).
+        Raises `SchemaUnavailable` with a plain message when the schemas cannot be read.
         """
-        from . import sources  # lazy: keeps `python -m slurmgen.validate.sources` warning-free
-
-        root = Path(crd_dir) if crd_dir is not None else sources.default_crd_dir()
-        if not root.is_dir():
-            raise SchemaUnavailable(f"CRD directory {root} does not exist; {_FETCH_HINT}")
-        if not any(path.suffix in _CRD_SUFFIXES for path in root.rglob("*")):
-            raise SchemaUnavailable(f"CRD directory {root} has no CRD files; {_FETCH_HINT}")
-        if verify:
-            problems = sources.verify_dir(root)
-            if problems:
-                listed = "\n".join(f"  - {problem}" for problem in problems)
-                raise SchemaUnavailable(
-                    f"CRD directory {root} does not hold the pinned upstream files:\n{listed}\n"
-                    f"Restore them, or {_FETCH_HINT} to a clean cache."
-                )
-        return cls(CrdIndex.load(root), CoreSchemas(kubernetes_version))
+        if crd_dir is None:
+            crds: CrdIndex = VendoredCrds.load()
+        else:
+            root = Path(crd_dir)
+            if not root.is_dir():
+                raise SchemaUnavailable(f"CRD directory {root} does not exist")
+            if not any(path.suffix in _CRD_SUFFIXES for path in root.rglob("*")):
+                raise SchemaUnavailable(f"CRD directory {root} has no CRD files (*.yaml, *.yml, *.json)")
+            crds = CrdIndex.load(root)
+        return cls(crds, CoreSchemas(kubernetes_version))
 
     @property
     def kubernetes_version(self) -> str:
@@ -146,7 +139,7 @@ class Validator:
     def _build_route(self, api_version: str, kind: str) -> JsonValidator | str:
         crd = self.crds.get(api_version, kind)
         if crd is not None:
-            schema = to_strict_schema(self.crds.openapi(crd), metadata=definition_ref(OBJECT_META))
+            schema = with_metadata(self.crds.strict_body(crd), definition_ref(OBJECT_META))
             return self.core.validator_for(schema)
         validator = self.core.kind(api_version, kind)
         if validator is not None:
@@ -159,7 +152,7 @@ class Validator:
                 f"{api_version} {kind} is not served by its CRD ({known[0].source.name}); "
                 f"served: {served}"
             )
-        return f"no schema for {api_version} {kind}; is its CRD in {self.crds.root}?"
+        return f"no schema for {api_version} {kind}; is its CRD in {self.crds.where}?"
 
 
 def _identity(obj: Mapping[str, Any]) -> tuple[str, str, str | None]:

@@ -26,10 +26,6 @@ are skipped; neither are `x-kubernetes-list-type: map` key uniqueness nor defaul
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -40,7 +36,9 @@ import yaml
 
 from .core import SchemaUnavailable
 
-__all__ = ["FALLBACK_METADATA", "CrdIndex", "CrdVersion", "go_pattern", "to_strict_schema"]
+__all__ = [
+    "FALLBACK_METADATA", "CrdIndex", "CrdVersion", "go_pattern", "strict_body", "to_strict_schema", "with_metadata",
+]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 _CRD_API_VERSION = "apiextensions.k8s.io/v1"
@@ -91,6 +89,8 @@ class CrdVersion:
 class CrdIndex:
     """Every CRD version found under a directory, by (apiVersion, kind).
 
+    Used for `--crd-dir` (CRD YAML other than the vendored schemas); `vendored.VendoredCrds`
+    offers the same interface over the pre-converted files.
     Loading only scans the YAML event stream for group, kind, scope and versions (about
     0.15 s for the 6 MB of pinned CRDs, against 0.5 s to build them all as Python objects);
     a file is fully parsed the first time one of its kinds is validated.
@@ -98,6 +98,8 @@ class CrdIndex:
 
     def __init__(self, root: Path, versions: list[CrdVersion]) -> None:
         self.root = root
+        #: Where the schemas come from, for "is its CRD in ...?" messages.
+        self.where = str(root)
         self._all: dict[tuple[str, str], CrdVersion] = {}
         self._documents: dict[Path, list[Any]] = {}
         for crd in versions:
@@ -135,6 +137,10 @@ class CrdIndex:
         """All known versions of a group/kind, to explain a wrong or unserved apiVersion."""
         return [crd for crd in self._all.values() if crd.group == group and crd.kind == kind]
 
+    def strict_body(self, crd: CrdVersion) -> dict[str, Any]:
+        """The strict schema of one CRD version, `metadata` left open for `with_metadata`."""
+        return strict_body(self.openapi(crd))
+
     def openapi(self, crd: CrdVersion) -> Mapping[str, Any]:
         """The raw `openAPIV3Schema` of one CRD version (its file is parsed once, then cached)."""
         documents = self._documents.get(crd.source)
@@ -157,10 +163,16 @@ def _crd_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.suffix in _SUFFIXES and p.is_file())
 
 
-def _cache_dir() -> Path:
-    root = os.environ.get("SLURMGEN_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "slurmgen")
-    return Path(root) / "parsed-crds"
+def _parse_file(path: Path) -> list[Any]:
+    """All YAML documents of a file (JSON is YAML too)."""
+    return _parse(path, _read(path))
+
+
+def _parse(path: Path, data: bytes) -> list[Any]:
+    try:
+        return [doc for doc in yaml.load_all(data.decode("utf-8"), Loader=_Loader) if doc is not None]
+    except (UnicodeDecodeError, yaml.YAMLError) as error:
+        raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
 
 
 def _read(path: Path) -> bytes:
@@ -168,48 +180,6 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError as error:
         raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
-
-
-def _cache_file(data: bytes, suffix: str) -> Path:
-    """Cache entries are keyed by the file's sha256: a changed file is a new key, never a stale one."""
-    return _cache_dir() / f"{hashlib.sha256(data).hexdigest()}{suffix}"
-
-
-def _cache_load(entry: Path) -> Any:
-    try:
-        return json.loads(entry.read_bytes())
-    except (OSError, ValueError):
-        return None
-
-
-def _cache_store(entry: Path, value: Any) -> None:
-    """Best effort: a read-only home only costs speed."""
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(value), encoding="utf-8")
-        os.replace(tmp, entry)
-    except (OSError, TypeError, ValueError):
-        pass
-
-
-def _parse_file(path: Path) -> list[Any]:
-    """All YAML documents of a file (JSON is YAML too).
-
-    Parsing the large CRDs (Application, MariaDB: ~400 KB each) dominates validation, so the parsed
-    documents are cached as JSON.
-    """
-    data = _read(path)
-    entry = _cache_file(data, ".json")
-    cached = _cache_load(entry)
-    if isinstance(cached, list):
-        return cached
-    try:
-        docs = [doc for doc in yaml.load_all(data.decode("utf-8"), Loader=_Loader) if doc is not None]
-    except (UnicodeDecodeError, yaml.YAMLError) as error:
-        raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
-    _cache_store(entry, docs)
-    return docs
 
 
 # Paths recorded by the scan; `None` stands for any index of the `versions` list.
@@ -222,19 +192,7 @@ _HEADER_PATHS = frozenset(
 
 
 def _scan_crd_file(path: Path) -> list[CrdVersion]:
-    """The CRD versions of a file; cached by content hash like the parsed documents."""
-    data = _read(path)
-    entry = _cache_file(data, ".versions.json")
-    cached = _cache_load(entry)
-    if isinstance(cached, list):
-        try:
-            return [CrdVersion(**fields, source=path) for fields in cached]
-        except TypeError:
-            pass
-    found = _scan_crd_bytes(path, data)
-    _cache_store(entry, [{"group": c.group, "version": c.version, "kind": c.kind, "scope": c.scope,
-                          "served": c.served} for c in found])
-    return found
+    return _scan_crd_bytes(path, _read(path))
 
 
 def _scan_crd_bytes(path: Path, data: bytes) -> list[CrdVersion]:
@@ -321,14 +279,28 @@ def to_strict_schema(
     openapi: Mapping[str, Any], *, metadata: Mapping[str, Any] = FALLBACK_METADATA
 ) -> dict[str, Any]:
     """A strict JSON Schema (draft 2020-12) for a whole object of one CRD version."""
+    return with_metadata(strict_body(openapi), metadata)
+
+
+def strict_body(openapi: Mapping[str, Any]) -> dict[str, Any]:
+    """`to_strict_schema` with `metadata: {}` as a placeholder: the form that is vendored.
+
+    The ObjectMeta schema is a `$ref` into the core schemas of the run's Kubernetes version, so
+    it is filled in at load time (`with_metadata`); the key keeps its place in `properties`.
+    """
     schema = _convert(openapi, closed=True)
     properties = schema.setdefault("properties", {})
     properties["apiVersion"] = {"type": "string"}
     properties["kind"] = {"type": "string"}
-    properties["metadata"] = dict(metadata)
+    properties["metadata"] = {}
     schema["type"] = "object"
     schema.setdefault("additionalProperties", False)
     return schema
+
+
+def with_metadata(body: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a strict body whose `metadata` is `metadata` (the body is not changed)."""
+    return {**body, "properties": {**body["properties"], "metadata": dict(metadata)}}
 
 
 def _convert(node: Mapping[str, Any], *, closed: bool) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 from slurmgen.catalog.catalog import COLUMNS, OPTIONAL_COLUMNS
 from slurmgen.cli import main
 from slurmgen.pipeline import InputError, run
-from tests.conftest import CRDS, REPO
+from tests.conftest import REPO
 
 HEADER = ",".join(c for c in COLUMNS if c not in OPTIONAL_COLUMNS)
 
@@ -52,7 +52,7 @@ def write_spec(folder: Path, text: str, name: str = "t.yaml") -> Path:
 def new_types_cluster(tmp_path_factory: pytest.TempPathFactory):
     """One cluster with a nodeset on each representative new type, through the whole pipeline."""
     path = write_spec(tmp_path_factory.mktemp("clusters"), spec_text(NEW_TYPES))
-    [cluster] = run([path], crd_dir=CRDS).clusters
+    [cluster] = run([path]).clusters
     return cluster.files
 
 
@@ -95,7 +95,7 @@ def test_site_csv_beside_the_specs_adds_a_type(tmp_path: Path) -> None:
         f"# our preview hardware\n{HEADER}\nzz1.24xlarge,96,393216,amd64,737,nvidia.com/gpu,4,l40s,46068,0,0,site\n",
         encoding="utf-8")
     # when the pipeline runs on the spec alone (it finds the csv itself)
-    result = run([spec], crd_dir=CRDS)
+    result = run([spec])
     # then the type renders with the site's figures, and the result carries the merged catalog
     [cluster] = result.clusters
     assert nodeset(cluster.files, "own")["spec"]["extraConf"].endswith("Gres=gpu:l40s:4")
@@ -107,7 +107,7 @@ def test_unknown_type_says_where_to_add_it_and_a_bad_site_csv_names_its_line(tmp
     folder = tmp_path / "clusters"
     spec = write_spec(folder, spec_text([("own", "zz1.24xlarge", "{}")]))
     with pytest.raises(InputError) as err:
-        run([spec], crd_dir=CRDS)
+        run([spec])
     assert err.value.lines == [
         f"{spec}: nodesets[own].instanceType: unknown instance type 'zz1.24xlarge': not in the catalog "
         "(Karpenter v1.14.1 reference); add it to clusters/instance-types.csv; "
@@ -116,7 +116,7 @@ def test_unknown_type_says_where_to_add_it_and_a_bad_site_csv_names_its_line(tmp
                                                encoding="utf-8")
     # when run, then the csv's problem is one line naming file:line, and nothing else is attempted
     with pytest.raises(InputError) as err:
-        run([spec], crd_dir=CRDS)
+        run([spec])
     assert err.value.lines == [f"{folder / 'instance-types.csv'}:2: memory_mib must be a positive integer, got 'lots'"]
 
 
@@ -129,7 +129,7 @@ def test_specs_from_folders_with_different_site_csvs_are_refused(tmp_path: Path)
         (folder / "instance-types.csv").write_text(f"{HEADER}\n", encoding="utf-8")
     # when rendered together, then it is refused: one type could mean two things in one run
     with pytest.raises(InputError, match="different instance-types.csv; render them in separate runs"):
-        run(paths, crd_dir=CRDS)
+        run(paths)
 
 
 def test_cli_exits_2_on_a_bad_site_csv_and_leaves_the_output_alone(tmp_path: Path,
@@ -187,7 +187,7 @@ def test_amd_and_habana_types_render_once_their_plugins_are_declared(tmp_path: P
     extra = "compute: {devicePlugins: {installedSeparately: [amd.com/gpu, habana.ai/gaudi]}}\n"
     text = spec_text([("radeon", "g4ad.16xlarge", "{}"), ("gaudi", "dl1.24xlarge", "efa: true")]).replace(
         "compute: {devicePlugins: {neuronInstalledSeparately: true}}\n", extra)
-    [cluster] = run([write_spec(tmp_path, text)], crd_dir=CRDS).clusters
+    [cluster] = run([write_spec(tmp_path, text)]).clusters
     files = cluster.files
     # then each pool is tainted with its device resource, which slurmd tolerates, and there is no Gres
     for name, resource in (("radeon", "amd.com/gpu"), ("gaudi", "habana.ai/gaudi")):

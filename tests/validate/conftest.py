@@ -1,13 +1,12 @@
-"""Fixture shared by the validation tests: one Validator per module, on the pinned CRDs."""
+"""Fixture shared by the validation tests: one Validator per module, on the vendored CRD schemas."""
 
 from __future__ import annotations
 
 import pytest
 
 from slurmgen.validate import Validator
-from tests.conftest import CRDS
 
 
 @pytest.fixture(scope="module")
 def validator() -> Validator:
-    return Validator.create(CRDS)
+    return Validator.create()

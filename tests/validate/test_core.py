@@ -12,7 +12,6 @@ import yaml
 from slurmgen.validate import Problem, SchemaUnavailable, Validator, format_path
 from slurmgen.validate.core import CoreSchemas, schema_issues, supported_versions
 
-from tests.conftest import CRDS as CRD_DIR
 from tests.validate.helpers import messages
 
 VALID = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import shutil
 from pathlib import Path
 
 import jsonschema
@@ -11,9 +10,10 @@ import pytest
 import yaml
 
 from slurmgen.validate import SchemaUnavailable, Validator
-from slurmgen.validate.crds import CrdIndex, go_pattern, to_strict_schema
+from slurmgen.validate.crds import FALLBACK_METADATA, CrdIndex, go_pattern, to_strict_schema, with_metadata
+from slurmgen.validate.vendored import VendoredCrds
 
-from tests.conftest import CRDS as CRD_DIR
+from tests.conftest import SHARED_CRDS, need_shared
 from tests.validate.helpers import messages
 
 VALID = {
@@ -315,8 +315,8 @@ def test_unknown_custom_kind_is_a_problem(validator: Validator) -> None:
     obj = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Foo", "metadata": {"name": "x", "namespace": "argocd"}}
     # when it is validated
     found = messages(validator, obj)
-    # then the problem points at the CRD dir
-    assert found == [f"Foo argocd/x: no schema for argoproj.io/v1alpha1 Foo; is its CRD in {CRD_DIR}?"]
+    # then the problem points at where the CRD schemas come from
+    assert found == ["Foo argocd/x: no schema for argoproj.io/v1alpha1 Foo; is its CRD in the vendored schemas (slurmgen/validate/vendored)?"]
 
 
 # --------------------------------------------------------------------------- conversion rules
@@ -394,29 +394,31 @@ def test_go_pattern_anchors(go: str, python: str) -> None:
 
 
 def _small_crds() -> list:
-    index = CrdIndex.load(CRD_DIR)
-    # The metaschema check costs ~1 s per MB of schema; the three >600 KB CRDs are skipped.
-    return [crd for crd in index if crd.source.stat().st_size < 450_000]
+    index = VendoredCrds.load()
+    # The metaschema check costs ~1 s per MB of schema; the three largest vendored CRDs
+    # (ApplicationSet, ClusterSecretStore, SecretStore: > 230 KB each, none rendered) are skipped.
+    return [crd for crd in index if crd.served and index.file_of(crd).stat().st_size < 230_000]
 
 
 @pytest.mark.parametrize("crd", _small_crds(), ids=lambda crd: f"{crd.kind}.{crd.version}")
-def test_every_converted_schema_is_valid_json_schema(crd) -> None:
-    # given a pinned CRD version
-    index = CrdIndex.load(crd.source.parent)
-    # when its schema is made strict
-    schema = to_strict_schema(index.openapi(crd))
-    # then it is a valid draft 2020-12 schema
+def test_every_vendored_schema_is_valid_json_schema(crd) -> None:
+    # given a vendored (already strict) CRD version
+    body = VendoredCrds.load().strict_body(crd)
+    # when its metadata is filled in as the validator does
+    schema = with_metadata(body, FALLBACK_METADATA)
+    # then it is a valid draft 2020-12 schema, closed at the top
     jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["additionalProperties"] is False
 
 
 # --------------------------------------------------------------------------- the index
 def test_index_lists_every_served_version() -> None:
-    # given the pinned CRD dir
-    index = CrdIndex.load(CRD_DIR)
-    # when it is indexed
+    # given the vendored CRDs
+    index = VendoredCrds.load()
+    # when listed
     served = {(crd.api_version, crd.kind) for crd in index if crd.served}
     unserved = {(crd.api_version, crd.kind) for crd in index if not crd.served}
-    # then every kind of SOURCES.md is there, and ESO's v1beta1 is known but not served
+    # then every pinned kind is there, and ESO's v1beta1 is known but not served
     assert len(served) == 25
     assert {
         ("slinky.slurm.net/v1beta1", "NodeSet"),
@@ -431,6 +433,18 @@ def test_index_lists_every_served_version() -> None:
         ("external-secrets.io/v1beta1", "ClusterSecretStore"),
     }
     assert index.get("karpenter.sh/v1", "NodePool").scope == "Cluster"
+    assert index.get("external-secrets.io/v1beta1", "ExternalSecret") is None
+
+
+def test_vendored_index_agrees_with_the_upstream_yaml() -> None:
+    # given (deep test) the pinned upstream CRD YAML beside the checkout
+    upstream = CrdIndex.load(need_shared(SHARED_CRDS))
+    # when both are listed
+    def rows(index: CrdIndex) -> set:
+        return {(crd.api_version, crd.kind, crd.scope, crd.served, crd.source.name) for crd in index}
+    # then group, version, kind, scope, served flag and source file name all agree
+    assert rows(VendoredCrds.load()) == rows(upstream)
+    assert len(rows(upstream)) == 28
 
 
 def test_index_reads_multi_document_files(tmp_path: Path) -> None:
@@ -475,8 +489,8 @@ spec:
     assert index.openapi(index.get("example.com/v2", "Widget"))["properties"]["spec"]["type"] == "object"
     assert index.get("example.com/v1", "Widget") is None
 
-    # and a validator built on that dir (unpinned, so verify=False) uses it strictly
-    validator = Validator.create(tmp_path, verify=False)
+    # and a validator built on that dir (as with --crd-dir) uses it, strictly
+    validator = Validator.create(tmp_path)
     widget = {"apiVersion": "example.com/v2", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1, "colour": "red"}}
     assert [str(p) for p in validator.validate(widget)] == [
         "Widget w: spec.colour: Additional properties are not allowed ('colour' was unexpected)"
@@ -485,12 +499,17 @@ spec:
 
 def test_duplicate_crd_is_refused(tmp_path: Path) -> None:
     # given the same CRD in two files
-    source = CRD_DIR / "karpenter" / "karpenter.sh_nodepools.yaml"
-    shutil.copy(source, tmp_path / "a.yaml")
-    shutil.copy(source, tmp_path / "b.yaml")
+    crd = (
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+        "spec: {group: karpenter.sh, scope: Cluster, names: {kind: NodePool}, versions: "
+        "[{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]}\n"
+    )
+    (tmp_path / "a.yaml").write_text(crd)
+    (tmp_path / "b.yaml").write_text(crd)
     # when / then indexing refuses with both paths in the message
-    with pytest.raises(SchemaUnavailable, match=r"karpenter.sh/v1 NodePool is defined twice"):
+    with pytest.raises(SchemaUnavailable, match=r"karpenter.sh/v1 NodePool is defined twice") as raised:
         CrdIndex.load(tmp_path)
+    assert str(tmp_path / "a.yaml") in str(raised.value) and str(tmp_path / "b.yaml") in str(raised.value)
 
 
 def test_v1beta1_crd_is_refused(tmp_path: Path) -> None:
@@ -512,7 +531,7 @@ def test_create_refuses_missing_or_empty_dir(tmp_path: Path, setup: str) -> None
         crd_dir.mkdir()
     if setup == "no-crds":
         (crd_dir / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
-    # when / then creating a validator fails with a plain message and a hint
+    # when / then creating a validator fails with a plain message naming the dir
     with pytest.raises(SchemaUnavailable, match=r"(does not exist|has no CRD files|no CustomResourceDefinition)") as raised:
-        Validator.create(crd_dir, verify=setup != "no-crds")
+        Validator.create(crd_dir)
     assert str(crd_dir) in str(raised.value)

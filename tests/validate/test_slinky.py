@@ -10,7 +10,6 @@ import yaml
 
 from slurmgen.validate import Validator
 
-from tests.conftest import CRDS as CRD_DIR
 from tests.validate.helpers import messages
 
 # slinky-operator.md §3.9, plus a Token; `alpine:latest` is fine for schema purposes.

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..plan import GPU_PRESENT_LABEL
 from ..spec import ClusterSpec
 from . import waves
 
@@ -97,9 +98,14 @@ def nvidia_device_plugin(spec: ClusterSpec) -> HelmRelease:
         unit="nvidia-device-plugin", repo_url="https://nvidia.github.io/k8s-device-plugin",
         chart="nvidia-device-plugin", version="0.20.0", namespace="kube-system",
         release_name="nvidia-device-plugin", wave=waves.OPERATORS,
-        # The chart's default affinity (nvidia.com/gpu.present, set by the AL2023 NVIDIA AMI) already
-        # limits it to GPU nodes. MOFED off: it would grab the EFA devices (0.19.0-0.19.2 regression).
+        # The chart's default affinity wants node-feature-discovery labels or nvidia.com/gpu.present,
+        # which the AL2023 AMI sets only with kubelet >= 1.35: our GPU NodePools set that label
+        # (plan.GPU_PRESENT_LABEL) and the affinity names it alone, so the plugin lands on exactly
+        # those nodes whatever the Kubernetes version or the chart's defaults. The list replaces the
+        # chart's terms (Helm merges maps, replaces lists). MOFED off: it would grab the EFA devices.
         values={"mofedEnabled": False,
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": GPU_PRESENT_LABEL, "operator": "In", "values": ["true"]}]}]}}},
                 "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _exists("nvidia.com/gpu")]},
     )
 

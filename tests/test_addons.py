@@ -1,0 +1,84 @@
+"""Helm add-ons as the charts render them: where their pods may run, what they pull, how Argo CD retries them.
+
+Placement tests merge the pinned chart defaults (../shared/charts) with our valuesObject the way
+Helm does and evaluate the result against the NodePools we render (tests/scheduling.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from slurmgen.build import render
+from slurmgen.spec import parse_text
+from tests.conftest import CHARTS, MINIMAL_SPEC
+from tests.scheduling import helm_values, node_labels, selects, tolerates
+
+needs_charts = pytest.mark.skipif(not CHARTS.is_dir(), reason=f"pinned chart defaults not found at {CHARTS}")
+
+
+def app(cluster, unit: str) -> dict[str, Any] | None:
+    return cluster.files.get(f"apps/application-{cluster.spec.name}-{unit}.yaml")
+
+
+def pools(cluster) -> dict[str, dict[str, Any]]:
+    return {obj["metadata"]["name"]: obj for rel, obj in cluster.files.items() if obj["kind"] == "NodePool"}
+
+
+def lands_on(values: dict[str, Any], pool: dict[str, Any]) -> bool:
+    """A DaemonSet pod with these values' nodeSelector/affinity/tolerations can run on the pool's nodes."""
+    labels = node_labels(pool)
+    taints = pool["spec"]["template"]["spec"].get("taints") or []
+    return (selects(values.get("affinity"), values.get("nodeSelector"), labels)
+            and all(tolerates(values.get("tolerations"), t) for t in taints))
+
+
+def render_one(extra: str = "", k8s: str = "1.34", instance: str = "g5.xlarge"):
+    text = MINIMAL_SPEC.replace("instanceType: g5.xlarge", f"instanceType: {instance}")
+    text = text.replace("eksClusterName: eks}", f"eksClusterName: eks, kubernetesVersion: '{k8s}'}}") + extra
+    [cluster] = render([parse_text("t.yaml", text)])
+    return cluster
+
+
+# --- 1. the NVIDIA device plugin lands on our GPU nodes --------------------------------------------
+
+@needs_charts
+@pytest.mark.parametrize("name", ["training", "prod"])
+def test_nvidia_plugin_lands_on_every_gpu_pool_and_nowhere_else(rendered, name):
+    # GIVEN a cluster with NVIDIA nodesets on AL2023 and Kubernetes 1.34 (nodeadm sets no gpu.present label)
+    cluster = rendered[name]
+    gpu = {p.nodepool for p in cluster.plans.values() if p.instance.is_nvidia}
+    assert gpu, f"{name} has no NVIDIA nodeset"
+    # WHEN the plugin's effective values are the chart defaults merged with ours
+    values = helm_values(CHARTS, app(cluster, "nvidia-device-plugin")["spec"]["source"])
+    # THEN its DaemonSet pods may run on every GPU NodePool's nodes and on no other pool's
+    where = {pool for pool, obj in pools(cluster).items() if lands_on(values, obj)}
+    assert where == gpu
+
+
+@needs_charts
+@pytest.mark.parametrize("k8s", ["1.32", "1.33", "1.34", "1.35"])
+def test_nvidia_plugin_placement_does_not_depend_on_the_kubernetes_version(k8s):
+    # GIVEN a GPU nodeset on AL2023 at any Kubernetes version we accept
+    cluster = render_one(k8s=k8s)
+    # WHEN the NodePool is rendered THEN it labels its nodes itself
+    [pool] = pools(cluster).values()
+    assert pool["spec"]["template"]["metadata"]["labels"]["nvidia.com/gpu.present"] == "true"
+    # AND the plugin lands there
+    assert lands_on(helm_values(CHARTS, app(cluster, "nvidia-device-plugin")["spec"]["source"]), pool)
+
+
+def test_bottlerocket_gets_no_nvidia_plugin_and_no_label():
+    # GIVEN a GPU nodeset on Bottlerocket (its NVIDIA variant runs its own device plugin)
+    cluster = render_one("compute: {amiFamily: bottlerocket, amiVersion: v1.50.0}\n")
+    # THEN we deploy no second plugin, and the label that would attract one is absent
+    assert app(cluster, "nvidia-device-plugin") is None
+    [pool] = pools(cluster).values()
+    assert "nvidia.com/gpu.present" not in pool["spec"]["template"]["metadata"]["labels"]
+
+
+def test_cpu_pools_do_not_claim_a_gpu():
+    cluster = render_one(instance="m7i.2xlarge")
+    [pool] = pools(cluster).values()
+    assert "nvidia.com/gpu.present" not in pool["spec"]["template"]["metadata"]["labels"]

@@ -13,6 +13,7 @@ from typing import Mapping
 from . import naming
 from .catalog.catalog import InstanceType, load_catalog
 from .catalog.sizing import DaemonSetReserve, PodShape, format_node_conf, lookup, pod_resources, slurm_node_conf
+from .catalog.registries import region_has_registry
 from .catalog.rules import nodesets_fit
 from .spec import ClusterSpec, NodeSetSpec, register_rule
 from .spec.model import Toleration
@@ -27,6 +28,7 @@ DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
 register_rule(nodesets_fit)  # a nodeset that cannot fit its instance is a spec error (exit 2)
+register_rule(region_has_registry)  # add-on images come from the Region's EKS registry: unknown Region, exit 2
 
 
 @dataclass(frozen=True)

@@ -82,3 +82,44 @@ def test_cpu_pools_do_not_claim_a_gpu():
     cluster = render_one(instance="m7i.2xlarge")
     [pool] = pools(cluster).values()
     assert "nvidia.com/gpu.present" not in pool["spec"]["template"]["metadata"]["labels"]
+
+
+# --- 5. the EFA device plugin pulls from the cluster's own Region ---------------------------------
+
+@pytest.mark.parametrize("region,registry", [
+    ("us-east-1", "602401143452.dkr.ecr.us-east-1.amazonaws.com"),
+    ("af-south-1", "877085696533.dkr.ecr.af-south-1.amazonaws.com"),
+    ("me-south-1", "558608220178.dkr.ecr.me-south-1.amazonaws.com"),
+    ("eu-south-1", "590381155156.dkr.ecr.eu-south-1.amazonaws.com"),
+    ("cn-north-1", "918309763551.dkr.ecr.cn-north-1.amazonaws.com.cn"),
+    ("us-gov-west-1", "013241004608.dkr.ecr.us-gov-west-1.amazonaws.com"),
+])
+def test_efa_plugin_image_comes_from_the_regional_eks_registry(region, registry):
+    # GIVEN an EFA nodeset in a Region whose EKS add-on registry may be another account
+    text = MINIMAL_SPEC.replace("us-west-2", region).replace("instanceType: g5.xlarge", "instanceType: g5.8xlarge, efa: true")
+    [cluster] = render([parse_text("t.yaml", text)])
+    # WHEN the EFA plugin Application is rendered
+    values = app(cluster, "aws-efa-k8s-device-plugin")["spec"]["source"]["helm"]["valuesObject"]
+    # THEN its image is that Region's registry, never the chart's us-west-2 default
+    assert values["image"]["repository"] == f"{registry}/eks/aws-efa-k8s-device-plugin"
+
+
+@needs_charts
+def test_efa_plugin_image_tag_stays_the_charts(rendered):
+    # GIVEN the training cluster (us-east-1) WHEN its EFA values are merged with the chart's
+    values = helm_values(CHARTS, app(rendered["training"], "aws-efa-k8s-device-plugin")["spec"]["source"])
+    # THEN only the registry changed: repository in us-east-1, the pinned tag untouched
+    assert values["image"] == {"repository": "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/aws-efa-k8s-device-plugin",
+                               "tag": "v0.5.20"}
+
+
+def test_registry_table_cites_its_source_and_lists_the_regions_with_other_accounts():
+    import json
+
+    from slurmgen.catalog.registries import DATA
+    data = json.loads(DATA.read_text())
+    assert any("add-ons-images" in s for s in data["_source"])
+    regs = data["registries"]
+    assert len(regs) >= 35 and all(host.split(".")[3] in (r, "ap-east-1") for r, host in regs.items())
+    assert {r for r, host in regs.items() if not host.startswith("602401143452.")} >= {
+        "af-south-1", "ap-east-1", "me-south-1", "eu-south-1", "cn-north-1", "cn-northwest-1", "us-gov-east-1", "us-gov-west-1"}

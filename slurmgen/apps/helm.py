@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..catalog.registries import eks_addon_registry
 from ..plan import GPU_PRESENT_LABEL
 from ..spec import ClusterSpec
 from . import waves
@@ -115,7 +116,10 @@ def efa_device_plugin(spec: ClusterSpec) -> HelmRelease:
         unit="aws-efa-k8s-device-plugin", repo_url="https://aws.github.io/eks-charts",
         chart="aws-efa-k8s-device-plugin", version="v0.5.30", namespace="kube-system",
         release_name="aws-efa-k8s-device-plugin", wave=waves.OPERATORS,
-        values={"tolerations": COMPUTE_TOLERATIONS},
+        # The chart's image is in the us-west-2 registry (values.yaml v0.5.30): pull from the
+        # cluster's own Region, which private subnets reach through their regional ECR endpoints.
+        values={"image": {"repository": f"{eks_addon_registry(spec.aws.region)}/eks/aws-efa-k8s-device-plugin"},
+                "tolerations": COMPUTE_TOLERATIONS},
     )
 
 

@@ -123,3 +123,85 @@ def test_registry_table_cites_its_source_and_lists_the_regions_with_other_accoun
     assert len(regs) >= 35 and all(host.split(".")[3] in (r, "ap-east-1") for r, host in regs.items())
     assert {r for r, host in regs.items() if not host.startswith("602401143452.")} >= {
         "af-south-1", "ap-east-1", "me-south-1", "eu-south-1", "cn-north-1", "cn-northwest-1", "us-gov-east-1", "us-gov-west-1"}
+
+
+# --- 2. every controller, webhook and hook Job of every chart on the core placement ----------------
+
+# Component paths that are not core workloads, with why. Everything else that the pinned chart
+# defaults give a nodeSelector or tolerations must carry ours.
+NOT_CORE = {
+    ("aws-efa-k8s-device-plugin", ""): "DaemonSet on EFA nodes",
+    ("nvidia-device-plugin", ""): "DaemonSet on GPU nodes",
+    ("nvidia-device-plugin", "nfd.worker"): "node-feature-discovery subchart, disabled",
+    ("aws-fsx-csi-driver", "node"): "DaemonSet on every node that mounts FSx",
+    ("cert-manager", "global"): "a default merged into each component, which we place one by one",
+    ("external-secrets", "global"): "a default for each component, which we place one by one",
+    ("neuron-helm-chart", "devicePlugin"): "DaemonSet on Neuron nodes",
+    ("neuron-helm-chart", "draDriver"): "disabled",
+    ("neuron-helm-chart", "npd"): "disabled",
+    ("neuron-helm-chart", "scheduler"): "disabled: whole-device slurmd pods need no scheduler extension",
+    ("neuron-helm-chart", "scheduler.customScheduler"): "disabled with the scheduler",
+    ("neuron-helm-chart", "scheduler.defaultScheduler"): "disabled with the scheduler",
+    ("neuron-helm-chart", "ultraserverOperator"): "disabled",
+}
+
+
+def component_paths(defaults: Any, prefix: tuple[str, ...] = ()):
+    """Paths of the maps that hold a nodeSelector or tolerations: one per pod-making component."""
+    if isinstance(defaults, dict):
+        if "nodeSelector" in defaults or "tolerations" in defaults:
+            yield ".".join(prefix)
+        for key, sub in defaults.items():
+            if key not in ("nodeSelector", "tolerations", "affinity"):
+                yield from component_paths(sub, (*prefix, key))
+
+
+def at(values: dict[str, Any], path: str) -> dict[str, Any]:
+    for key in filter(None, path.split(".")):
+        values = values.get(key) or {}
+    return values
+
+
+@needs_charts
+def test_every_chart_component_runs_on_the_core_placement(rendered):
+    import yaml
+
+    from slurmgen.spec.loader import merge
+    from tests.test_helm_values import SUBCHART_KEYS
+
+    checked = 0
+    for cluster in rendered.values():
+        place = cluster.spec.placement.pod_spec()
+        if not place:
+            continue
+        for rel, obj in cluster.files.items():
+            if obj["kind"] != "Application" or "chart" not in obj["spec"]["source"]:
+                continue
+            # GIVEN a chart's pinned defaults and the values we give it
+            source = obj["spec"]["source"]
+            defaults = merge(SUBCHART_KEYS.get(source["chart"], {}), yaml.safe_load(
+                (CHARTS / source["chart"] / source["targetRevision"] / "values.yaml").read_text()) or {})
+            values = helm_values(CHARTS, source)
+            for path in component_paths(defaults):
+                if (source["chart"], path) in NOT_CORE:
+                    continue
+                # THEN each component that schedules pods selects the core nodes and tolerates their taints
+                where = f"{cluster.spec.name}/{rel}: {path or '<top>'}"
+                component = at(values, path)
+                if "nodeSelector" in place:
+                    selector = component.get("nodeSelector") or {}
+                    assert place["nodeSelector"].items() <= selector.items(), f"{where}: nodeSelector {selector}"
+                missing = [t for t in place.get("tolerations", []) if t not in (component.get("tolerations") or [])]
+                assert not missing, f"{where}: missing tolerations {missing}"
+                checked += 1
+    assert checked >= 20
+
+
+@needs_charts
+def test_eks_absent_control_plane_targets_are_off(rendered):
+    # GIVEN kube-prometheus-stack on EKS WHEN its values are merged with the chart's
+    values = helm_values(CHARTS, app(rendered["training"], "kube-prometheus-stack")["spec"]["source"])
+    # THEN no ServiceMonitor (and no *Down alert) for what EKS does not expose
+    assert [k for k in ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy") if values[k]["enabled"]] == []
+    # AND what EKS does expose is still scraped
+    assert values["kubelet"]["enabled"] and values["kubeApiServer"]["enabled"] and values["coreDns"]["enabled"]

@@ -169,6 +169,13 @@ def fsx_csi_driver(spec: ClusterSpec) -> HelmRelease:
     )
 
 
+# Control-plane scrape targets EKS does not expose to pods (the controller manager, scheduler and
+# etcd run in the AWS-managed control plane; kube-proxy binds its metrics to 127.0.0.1): left on,
+# their ServiceMonitors scrape nothing and the *Down alerts fire forever (the chart's rule files,
+# templates/prometheus/rules-1.14/*.yaml @ 88.5.3, are gated on the same `enabled` keys).
+EKS_ABSENT_TARGETS = ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy")
+
+
 def kube_prometheus_stack(spec: ClusterSpec) -> HelmRelease:
     kps = spec.kube_prometheus_stack
     place = _placement(spec)
@@ -180,16 +187,26 @@ def kube_prometheus_stack(spec: ClusterSpec) -> HelmRelease:
         version="88.5.3", namespace=kps.namespace, release_name="kube-prometheus-stack",
         wave=waves.CRDS, server_side_apply=True,  # its CRDs exceed the client-side apply limit
         values={
+            # Every Deployment, StatefulSet and Job of the chart on the core placement, each under
+            # the values key its template reads (88.5.3). The admission-webhook `patch` Jobs are
+            # Helm hooks that Argo CD runs as PreSync: unplaced on a tainted core, the sync stops.
+            "prometheusOperator": {**place, "admissionWebhooks": {"patch": dict(place), "deployment": dict(place)}},
             "prometheus": {"prometheusSpec": {
                 # pick up the Slurm ServiceMonitor whatever its labels
                 "serviceMonitorSelectorNilUsesHelmValues": False, "podMonitorSelectorNilUsesHelmValues": False,
                 "retention": kps.retention, "storageSpec": storage, **place}},
-            # Subchart settings (grafana's placement, node-exporter's tolerations) are not in this
-            # chart's values.yaml, so they cannot be checked here and are left at their defaults.
-            "grafana": {"sidecar": {"dashboards": {"enabled": True, "searchNamespace": "ALL"}}},
+            "alertmanager": {"alertmanagerSpec": dict(place)},
+            "thanosRuler": {"thanosRulerSpec": dict(place)},
+            "crds": {"upgradeJob": dict(place)},
+            # Subcharts (grafana 12.11.1, kube-state-metrics 8.4.0) read nodeSelector/tolerations at
+            # their top level. node-exporter stays a DaemonSet on every node (its default tolerates
+            # every NoSchedule taint).
+            "grafana": {**place, "sidecar": {"dashboards": {"enabled": True, "searchNamespace": "ALL"}}},
+            "kube-state-metrics": dict(place),
+            **{target: {"enabled": False} for target in EKS_ABSENT_TARGETS},
         },
         cluster_kinds=(CRD, *WEBHOOKS, *RBAC),
-        extra_namespaces=("kube-system",),  # Services for the control-plane exporters
+        extra_namespaces=("kube-system",),  # Services for the CoreDNS and kubelet scrape targets
     )
 
 
@@ -200,7 +217,10 @@ def keda(spec: ClusterSpec) -> HelmRelease:
         namespace="keda", release_name="keda", wave=waves.CRDS,
         server_side_apply=True,  # its ScaledJob CRD is larger than client-side apply allows
         # Least privilege: KEDA may scale NodeSets (plural resource name), not every */scale.
+        # Each component falls back to the top-level placement (templates/*/deployment.yaml @ v2.20.2);
+        # set on each as well, so the placement test reads it where the template does.
         values={"crds": {"install": True}, **place,
+                "operator": dict(place), "metricsServer": dict(place), "webhooks": dict(place),
                 "rbac": {"enabledCustomScaledRefKinds": True,
                          "scaledRefKinds": [{"apiGroup": "slinky.slurm.net", "kind": "nodesets"}]}},
         cluster_kinds=(CRD, *WEBHOOKS, *RBAC, ("apiregistration.k8s.io", "APIService")),

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from cdk8s import App, Chart
 
 from .apps import helm
-from .apps.argocd import AppsChart, RootChart
+from .apps.argocd import AppsChart, ArgoCDSettingsChart, RootChart
 from .catalog.catalog import InstanceType, load_catalog
 from .charts.accounting import DatabaseChart
 from .charts.compute import ComputeChart
@@ -62,7 +62,8 @@ def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceTy
         units.append(MonitoringChart(app, spec))
     releases = helm.releases(spec, nvidia=any(p.instance.is_nvidia for p in plans.values()),
                              efa=any(p.shape.efa for p in plans.values()))
-    charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec)]
+    charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec),
+                           ArgoCDSettingsChart(app, spec)]
     return RenderedCluster(spec=spec, plans=plans, files=_files(charts))
 
 

@@ -205,3 +205,69 @@ def test_eks_absent_control_plane_targets_are_off(rendered):
     assert [k for k in ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy") if values[k]["enabled"]] == []
     # AND what EKS does expose is still scraped
     assert values["kubelet"]["enabled"] and values["kubeApiServer"]["enabled"] and values["coreDns"]["enabled"]
+
+
+# --- 3. sync waves that order something, retries that never give up on a slow dependency ---------
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, what `kubectl patch --type merge` sends."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+@pytest.mark.parametrize("name", ["example", "training", "prod", "dev"])
+def test_argocd_cm_patch_adds_the_application_health_check_and_keeps_everything_else(rendered, name):
+    # GIVEN a live argocd-cm with the user's settings and a Helm install's labels
+    live = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "argocd-cm", "namespace": "argocd",
+                         "labels": {"app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/part-of": "argocd"}},
+            "data": {"url": "https://argocd.example.com", "resource.exclusions": "- kinds: [Event]\n"}}
+    patch = rendered[name].files["argocd/configmap-argocd-cm.yaml"]
+    # WHEN the rendered file is applied as `kubectl patch --type merge --patch-file`
+    after = merge_patch(live, patch)
+    # THEN the user's keys and labels are untouched and the health check is added
+    assert after["metadata"] == live["metadata"]
+    assert after["data"]["url"] == live["data"]["url"] and after["data"]["resource.exclusions"]
+    lua = after["data"]["resource.customizations.health.argoproj.io_Application"]
+    assert "hs.status = obj.status.health.status" in lua and lua.rstrip().endswith("return hs")
+    # AND the file holds nothing else (no labels to overwrite, no other key)
+    assert set(patch["metadata"]) == {"name", "namespace"} and list(patch["data"]) == [
+        "resource.customizations.health.argoproj.io_Application"]
+
+
+def test_argocd_cm_patch_is_not_in_a_folder_anything_applies(rendered):
+    for cluster in rendered.values():
+        where = [rel for rel, obj in cluster.files.items() if obj["metadata"]["name"] == "argocd-cm"]
+        assert where == ["argocd/configmap-argocd-cm.yaml"]  # not bootstrap/ (kubectl apply), not apps/ (the root)
+    # AND every cluster's patch is the same bytes: patching for a second cluster changes nothing
+    assert len({str(c.files["argocd/configmap-argocd-cm.yaml"]) for c in rendered.values()}) == 1
+
+
+CUSTOM_RESOURCE_UNITS = {"slurm", "compute", "secrets", "database"}  # Slinky, Karpenter, ESO, MariaDB CRs
+WEBHOOK_CERT_CHARTS = {"slurm-operator", "mariadb-operator"}  # cert-manager Certificate and Issuer
+
+
+def test_applications_of_other_applications_crds_retry_forever_on_the_newest_revision(rendered):
+    seen = set()
+    for cluster in rendered.values():
+        prefix = f"apps/application-{cluster.spec.name}-"
+        for rel, obj in cluster.files.items():
+            if not rel.startswith(prefix):
+                continue
+            unit = rel[len(prefix):-len(".yaml")]
+            retry = obj["spec"]["syncPolicy"]["retry"]
+            if unit in CUSTOM_RESOURCE_UNITS | WEBHOOK_CERT_CHARTS:
+                # THEN a slow CRD or webhook never exhausts the retries, and each retry takes the newest commit
+                assert retry["limit"] == -1 and retry["refresh"] is True, rel
+                seen.add(unit)
+            else:
+                # AND everything else keeps a bounded retry: a broken chart or manifest still surfaces
+                assert retry["limit"] == 10 and "refresh" not in retry, rel
+    assert seen == CUSTOM_RESOURCE_UNITS | WEBHOOK_CERT_CHARTS

@@ -61,7 +61,8 @@ def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceTy
     if spec.kube_prometheus_stack.enabled:
         units.append(MonitoringChart(app, spec))
     releases = helm.releases(spec, nvidia=any(p.instance.is_nvidia for p in plans.values()),
-                             efa=any(p.shape.efa for p in plans.values()))
+                             efa=any(p.shape.efa for p in plans.values()),
+                             neuron_pools=[p.nodepool for p in plans.values() if p.instance.is_neuron])
     charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec),
                            ArgoCDSettingsChart(app, spec)]
     return RenderedCluster(spec=spec, plans=plans, files=_files(charts))

@@ -13,7 +13,7 @@ import pytest
 from slurmgen.build import render
 from slurmgen.spec import parse_text
 from tests.conftest import CHARTS, MINIMAL_SPEC
-from tests.scheduling import helm_values, node_labels, selects, tolerates
+from tests.scheduling import helm_values, node_labels, pinned_defaults, selects, tolerates
 
 needs_charts = pytest.mark.skipif(not CHARTS.is_dir(), reason=f"pinned chart defaults not found at {CHARTS}")
 
@@ -164,11 +164,6 @@ def at(values: dict[str, Any], path: str) -> dict[str, Any]:
 
 @needs_charts
 def test_every_chart_component_runs_on_the_core_placement(rendered):
-    import yaml
-
-    from slurmgen.spec.loader import merge
-    from tests.test_helm_values import SUBCHART_KEYS
-
     checked = 0
     for cluster in rendered.values():
         place = cluster.spec.placement.pod_spec()
@@ -179,8 +174,7 @@ def test_every_chart_component_runs_on_the_core_placement(rendered):
                 continue
             # GIVEN a chart's pinned defaults and the values we give it
             source = obj["spec"]["source"]
-            defaults = merge(SUBCHART_KEYS.get(source["chart"], {}), yaml.safe_load(
-                (CHARTS / source["chart"] / source["targetRevision"] / "values.yaml").read_text()) or {})
+            defaults = pinned_defaults(CHARTS, source)
             values = helm_values(CHARTS, source)
             for path in component_paths(defaults):
                 if (source["chart"], path) in NOT_CORE:
@@ -271,3 +265,37 @@ def test_applications_of_other_applications_crds_retry_forever_on_the_newest_rev
                 # AND everything else keeps a bounded retry: a broken chart or manifest still surfaces
                 assert retry["limit"] == 10 and "refresh" not in retry, rel
     assert seen == CUSTOM_RESOURCE_UNITS | WEBHOOK_CERT_CHARTS
+
+
+# --- 7. the Neuron device plugin, on exactly the Neuron NodePools --------------------------------
+
+def test_neuron_plugin_lands_on_exactly_the_neuron_pools(rendered):
+    # GIVEN the training cluster with a trn2 nodeset and GPU nodesets beside it
+    cluster = rendered["training"]
+    neuron = {p.nodepool for p in cluster.plans.values() if p.instance.is_neuron}
+    assert neuron == {"training-trn2"}
+    # WHEN the neuron-helm-chart values are merged with its 1.9.0 defaults
+    source = app(cluster, "neuron-device-plugin")["spec"]["source"]
+    assert (source["repoURL"], source["chart"], source["targetRevision"]) == ("public.ecr.aws/neuron", "neuron-helm-chart", "1.9.0")
+    values = helm_values(CHARTS, source)
+    # THEN the device plugin DaemonSet may run on the Neuron pool (taint tolerated) and on no other pool
+    where = {pool for pool, obj in pools(cluster).items() if lands_on(values["devicePlugin"], obj)}
+    assert where == neuron
+    # AND nothing else of the chart is deployed (no node problem detector tolerating every taint, no scheduler)
+    assert not values["npd"]["enabled"] and not values["scheduler"]["enabled"]
+    assert not values["draDriver"]["enabled"] and not values["ultraserverOperator"]["enabled"]
+
+
+def test_neuron_plugin_opt_out_and_absence():
+    # GIVEN a Trainium nodeset WHEN the plugin is said to be installed another way THEN we deploy none
+    opted_out = render_one("compute: {devicePlugins: {neuronInstalledSeparately: true}}\n", instance="trn2.48xlarge")
+    assert app(opted_out, "neuron-device-plugin") is None
+    # AND by default it is deployed, and its AppProject allows the chart's repository and cluster kinds
+    cluster = render_one(instance="trn2.48xlarge")
+    assert app(cluster, "neuron-device-plugin") is not None
+    project = cluster.files["apps/appproject-t.yaml"]["spec"]
+    assert "public.ecr.aws/neuron" in project["sourceRepos"]
+    kinds = {(k["group"], k["kind"]) for k in project["clusterResourceWhitelist"]}
+    assert {("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "ClusterRoleBinding")} <= kinds
+    # AND a cluster without Neuron nodesets gets no Neuron Application
+    assert app(render_one(), "neuron-device-plugin") is None

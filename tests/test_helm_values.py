@@ -11,6 +11,7 @@ import yaml
 
 from slurmgen.spec.loader import merge
 from tests.conftest import CHARTS
+from tests.scheduling import pinned_defaults
 
 
 def helm_apps(rendered) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -27,14 +28,6 @@ def leaf_paths(values: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str,
     else:
         yield prefix
 
-
-# Keys of subcharts whose values.yaml is not in the pinned copies (kube-prometheus-stack 88.5.3 depends
-# on grafana 12.11.1 and kube-state-metrics 8.4.0, not vendored in ../shared/charts): only the keys we
-# set, each a top-level key of that subchart's own values.yaml (nodeSelector: {}, tolerations: []).
-SUBCHART_KEYS: dict[str, dict[str, Any]] = {
-    "kube-prometheus-stack": {"grafana": {"nodeSelector": {}, "tolerations": []},
-                              "kube-state-metrics": {"nodeSelector": {}, "tolerations": []}},
-}
 
 # Maps whose keys are data (label names), not chart settings.
 FREE_FORM = {"nodeSelector", "labels", "annotations", "podLabels", "podAnnotations"}
@@ -67,13 +60,13 @@ def test_every_value_key_exists_in_the_pinned_chart(rendered):
     for where, source in helm_apps(rendered):
         # GIVEN the chart's default values at the pinned version
         chart_dir = CHARTS / source["chart"] / source["targetRevision"]
-        assert chart_dir.is_dir(), f"{where}: no pinned copy of {source['chart']} {source['targetRevision']} in {CHARTS}"
-        chart = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
-        assert chart["name"] == source["chart"], where
-        # cert-manager's source tree says v0.0.0 (set by its release tool); the folder is the pinned release
-        assert str(chart["version"]) in (source["targetRevision"], "v0.0.0"), where
-        defaults = merge(SUBCHART_KEYS.get(source["chart"], {}),
-                         yaml.safe_load((chart_dir / "values.yaml").read_text()) or {})
+        defaults = pinned_defaults(CHARTS, source)
+        assert defaults is not None, f"{where}: no pinned copy of {source['chart']} {source['targetRevision']} in {CHARTS}"
+        if chart_dir.is_dir():
+            chart = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
+            assert chart["name"] == source["chart"], where
+            # cert-manager's source tree says v0.0.0 (set by its release tool); the folder is the pinned release
+            assert str(chart["version"]) in (source["targetRevision"], "v0.0.0"), where
         values = source["helm"].get("valuesObject", {})
         # THEN every key path we set is one the chart reads
         unknown = [".".join(p) for p in leaf_paths(values) if p and not exists(defaults, p)]

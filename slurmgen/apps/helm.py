@@ -7,10 +7,10 @@ Every value key set here exists in the chart's default values.yaml at the pinned
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ..catalog.registries import eks_addon_registry
-from ..plan import GPU_PRESENT_LABEL
+from ..plan import GPU_PRESENT_LABEL, NODEPOOL_LABEL
 from ..spec import ClusterSpec
 from . import waves
 
@@ -125,6 +125,27 @@ def efa_device_plugin(spec: ClusterSpec) -> HelmRelease:
     )
 
 
+def neuron_device_plugin(spec: ClusterSpec, pools: Sequence[str]) -> HelmRelease:
+    """AWS's neuron-helm-chart (OCI public.ecr.aws/neuron), device plugin only, on exactly our Neuron NodePools.
+
+    1.9.0 is the release for Neuron SDK 2.31.0 (device plugin 2.31.0.0, trn1/trn2/trn3/inf1/inf2 in
+    its instance list). The chart's default affinity lists instance types; ours names the NodePools
+    (the list replaces the chart's terms), and the chart's tolerations already cover the
+    aws.amazon.com/neuron taint. Off: the node problem detector (its own namespace and a DaemonSet
+    tolerating every taint) and the scheduler extension, which only helps pods that take part of a
+    node's NeuronCores; slurmd pods take whole devices.
+    """
+    return HelmRelease(
+        unit="neuron-device-plugin", repo_url="public.ecr.aws/neuron", chart="neuron-helm-chart",
+        version="1.9.0", namespace="kube-system", release_name="neuron-device-plugin", wave=waves.OPERATORS,
+        values={"devicePlugin": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": NODEPOOL_LABEL, "operator": "In", "values": sorted(pools)}]}]}}}},
+                "npd": {"enabled": False}, "scheduler": {"enabled": False}},
+        cluster_kinds=RBAC,
+    )
+
+
 def external_secrets(spec: ClusterSpec) -> HelmRelease:
     place = _placement(spec)
     return HelmRelease(
@@ -231,7 +252,8 @@ def keda(spec: ClusterSpec) -> HelmRelease:
     )
 
 
-def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False) -> list[HelmRelease]:
+def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False,
+             neuron_pools: Sequence[str] = ()) -> list[HelmRelease]:
     """Every Helm child Application of a cluster; device plugins only where a nodeset needs them."""
     out = [cert_manager(spec), slurm_operator_crds(spec), slurm_operator(spec)]
     if spec.secrets.generated:
@@ -249,4 +271,6 @@ def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False) -> l
         out.append(nvidia_device_plugin(spec))
     if efa and c.efa_device_plugin:
         out.append(efa_device_plugin(spec))
+    if neuron_pools and not c.neuron_installed_separately:
+        out.append(neuron_device_plugin(spec, neuron_pools))
     return out

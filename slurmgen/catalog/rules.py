@@ -27,10 +27,6 @@ def nodesets_fit(spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
             field = "efa" if "efa" in text else "compute.daemonSetReserve" if "reserve" in text else "gpusPerPod"
             yield (field if field.startswith("compute") else f"nodesets[{index}].{field}"), str(err)
             continue
-        if it.is_neuron and not spec["compute"]["devicePlugins"]["neuronInstalledSeparately"]:
-            yield (f"nodesets[{index}].instanceType",
-                   f"{it.instance_type} needs the Neuron device plugin, which slurmgen does not deploy; install it "
-                   "and set compute.devicePlugins.neuronInstalledSeparately: true")
         ceiling = ns["autoscale"]["max"] if "autoscale" in ns else ns["replicas"]
         needed = -(-ceiling // shape.pods_per_node)
         if ns.get("maxNodes", needed) < needed:

@@ -251,6 +251,7 @@ def _compute(d: dict[str, Any]) -> Compute:
         reserve_cpu_m=c["daemonSetReserve"]["cpuMillicores"], reserve_memory_mi=c["daemonSetReserve"]["memoryMiB"],
         reserve_percent=c["daemonSetReserve"]["percent"],
         nvidia_device_plugin=c["devicePlugins"]["nvidia"], efa_device_plugin=c["devicePlugins"]["efa"],
+        neuron_installed_separately=c["devicePlugins"]["neuronInstalledSeparately"],
     )
 
 

@@ -299,3 +299,37 @@ def test_neuron_plugin_opt_out_and_absence():
     assert {("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "ClusterRoleBinding")} <= kinds
     # AND a cluster without Neuron nodesets gets no Neuron Application
     assert app(render_one(), "neuron-device-plugin") is None
+
+
+# --- the AppProject allows every cluster-scoped kind each chart creates ---------------------------
+
+CHART_SOURCES = CHARTS.parent / "chart-sources"
+CLUSTER_SCOPED = {"CustomResourceDefinition": "apiextensions.k8s.io", "ClusterRole": "rbac.authorization.k8s.io",
+                  "ClusterRoleBinding": "rbac.authorization.k8s.io", "APIService": "apiregistration.k8s.io",
+                  "ValidatingWebhookConfiguration": "admissionregistration.k8s.io",
+                  "MutatingWebhookConfiguration": "admissionregistration.k8s.io", "CSIDriver": "storage.k8s.io",
+                  "StorageClass": "storage.k8s.io", "PriorityClass": "scheduling.k8s.io", "Namespace": "",
+                  "ValidatingAdmissionPolicy": "admissionregistration.k8s.io", "DeviceClass": "resource.k8s.io"}
+
+
+@pytest.mark.skipif(not CHART_SOURCES.is_dir(), reason=f"pinned chart sources not found at {CHART_SOURCES}")
+def test_every_release_declares_the_cluster_scoped_kinds_its_chart_templates_create(rendered):
+    import re
+
+    from slurmgen.apps import helm
+
+    checked = 0
+    for cluster in rendered.values():
+        for release in helm.releases(cluster.spec, nvidia=True, efa=True, neuron_pools=["p"]):
+            folder = CHART_SOURCES / release.chart
+            if not folder.is_dir():
+                continue
+            # GIVEN every `kind:` the chart's templates (and vendored subcharts) can render
+            text = "\n".join(p.read_text(errors="replace") for p in sorted(folder.rglob("*"))
+                             if p.suffix in (".yaml", ".yml", ".tpl") and "/tests/" not in str(p) and p.is_file())
+            kinds = {(CLUSTER_SCOPED[k], k) for k in re.findall(r"(?m)^kind:\s*(\w+)", text) if k in CLUSTER_SCOPED}
+            # THEN the release declares them (Namespace is always allowed: CreateNamespace)
+            missing = kinds - set(release.cluster_kinds) - {("", "Namespace")}
+            assert not missing, f"{release.chart}: {sorted(missing)} not in cluster_kinds"
+            checked += 1
+    assert checked >= 8

@@ -110,6 +110,7 @@ def nvidia_device_plugin(spec: ClusterSpec) -> HelmRelease:
                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                     {"matchExpressions": [{"key": GPU_PRESENT_LABEL, "operator": "In", "values": ["true"]}]}]}}},
                 "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _exists("nvidia.com/gpu")]},
+        cluster_kinds=RBAC,  # templates/role.yml and role-binding.yml, unconditional (0.20.0)
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from cdk8s import App, Chart
 
 from .apps import helm
-from .apps.argocd import AppsChart, RootChart
+from .apps.argocd import AppsChart, ArgoCDSettingsChart, RootChart
 from .catalog.catalog import InstanceType, load_catalog
 from .charts.accounting import DatabaseChart
 from .charts.compute import ComputeChart
@@ -63,8 +63,10 @@ def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceTy
     known = {t["key"] for t in helm.COMPUTE_TOLERATIONS}
     other_taints = tuple(sorted({t.key for p in plans.values() for t in p.taints} - known))
     releases = helm.releases(spec, nvidia=any(p.instance.is_nvidia for p in plans.values()),
-                             efa=any(p.shape.efa for p in plans.values()), other_taints=other_taints)
-    charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec)]
+                             efa=any(p.shape.efa for p in plans.values()), other_taints=other_taints,
+                             neuron_pools=[p.nodepool for p in plans.values() if p.instance.is_neuron])
+    charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec),
+                           ArgoCDSettingsChart(app, spec)]
     return RenderedCluster(spec=spec, plans=plans, files=_files(charts))
 
 

@@ -21,6 +21,9 @@ NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 ARCH_LABEL = "kubernetes.io/arch"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+# The label the NVIDIA device plugin chart (0.20.0 values.yaml `affinity`) selects GPU nodes by. The
+# AL2023 NVIDIA AMI's nodeadm sets it only from kubelet 1.35 on, so our GPU NodePools set it themselves.
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,17 @@ class NodeSetPlan:
             INSTANCE_TYPE_LABEL: self.instance.instance_type,
             CAPACITY_TYPE_LABEL: self.nodeset.capacity_type,
         }
+
+    def node_labels(self, ami_family: str) -> dict[str, str]:
+        """Labels the NodePool puts on its nodes for node agents (not for slurmd's selector).
+
+        NVIDIA nodes on AL2023 carry `nvidia.com/gpu.present=true` whatever the Kubernetes version,
+        so the NVIDIA device plugin lands on them. Bottlerocket runs its own plugin: no label, so a
+        second plugin installed by hand cannot land there too.
+        """
+        if self.instance.is_nvidia and ami_family != "bottlerocket":
+            return {GPU_PRESENT_LABEL: "true"}
+        return {}
 
     @property
     def tolerations(self) -> tuple[Toleration, ...]:

@@ -108,7 +108,7 @@ def _app_of(cluster: str, rel: str, obj: Obj) -> str:
     unit = rel.split("/", 1)[0]
     if unit == "apps":
         return f"{cluster}-root"
-    if unit == "bootstrap":
+    if unit in ("bootstrap", "argocd"):
         return "(applied by hand)"
     return f"{cluster}-{unit}"
 

@@ -12,6 +12,7 @@ import yaml
 
 from slurmgen.spec.loader import merge
 from tests.conftest import CHARTS, SHARED, need_shared
+from tests.scheduling import UNVENDORED, pinned_defaults
 
 
 def helm_apps(rendered) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -58,12 +59,13 @@ def test_every_value_key_exists_in_the_pinned_chart(rendered):
     for where, source in helm_apps(rendered):
         # GIVEN the chart's default values at the pinned version
         chart_dir = CHARTS / source["chart"] / source["targetRevision"]
-        assert chart_dir.is_dir(), f"{where}: no pinned copy of {source['chart']} {source['targetRevision']} in {CHARTS}"
-        chart = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
-        assert chart["name"] == source["chart"], where
-        # cert-manager's source tree says v0.0.0 (set by its release tool); the folder is the pinned release
-        assert str(chart["version"]) in (source["targetRevision"], "v0.0.0"), where
-        defaults = yaml.safe_load((chart_dir / "values.yaml").read_text())
+        defaults = pinned_defaults(CHARTS, source)
+        assert defaults is not None, f"{where}: no pinned copy of {source['chart']} {source['targetRevision']} in {CHARTS}"
+        if chart_dir.is_dir():
+            chart = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
+            assert chart["name"] == source["chart"], where
+            # cert-manager's source tree says v0.0.0 (set by its release tool); the folder is the pinned release
+            assert str(chart["version"]) in (source["targetRevision"], "v0.0.0"), where
         values = source["helm"].get("valuesObject", {})
         # THEN every key path we set is one the chart reads
         unknown = [".".join(p) for p in leaf_paths(values) if p and not exists(defaults, p)]
@@ -91,10 +93,13 @@ def test_vendored_chart_files_are_the_recorded_upstream_bytes(rendered):
             # ... fetched from the raw file of the chart's folder at the pinned commit
             repo = chart["repository"].removeprefix("https://github.com/")
             assert pin["url"] == f"https://raw.githubusercontent.com/{repo}/{chart['commit']}/{chart['path']}/{name}"
-    # AND exactly the charts the examples deploy are vendored, at the versions they pin
+    # AND exactly the charts the examples deploy are vendored, at the versions they pin, except the
+    # Neuron chart, whose defaults are inlined with their citation (tests/scheduling.UNVENDORED)
     deployed = {(source["chart"], source["targetRevision"]) for _, source in helm_apps(rendered)}
-    assert {(chart["chart"], chart["version"]) for chart in charts} == deployed
-    assert len(deployed) == 11
+    vendored = {(chart["chart"], chart["version"]) for chart in charts}
+    assert set(UNVENDORED) == {("neuron-helm-chart", "1.9.0")} and not vendored & set(UNVENDORED)
+    assert vendored | set(UNVENDORED) == deployed
+    assert len(deployed) == 12
 
 
 def test_vendored_chart_files_equal_the_shared_copies():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from cdk8s import Chart
+from cdk8s import ApiObject, ApiObjectMetadata, Chart, JsonPatch
 from constructs import Construct
 
 from .. import naming
@@ -22,11 +22,34 @@ from .helm import HelmRelease
 API = "argoproj.io/v1alpha1"
 FINALIZER = "resources-finalizer.argocd.argoproj.io"
 RETRY = {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
+# For Applications whose objects are custom resources of CRDs another Application installs (or a
+# webhook another one serves): a negative limit retries forever (controller/appcontroller.go
+# @ v3.5.1: `RetryCount < Retry.Limit || Retry.Limit < 0`), and `refresh` makes each retry sync
+# the newest revision instead of the one that failed, so a slow dependency never parks a revision.
+RETRY_FOREVER = {**RETRY, "limit": -1, "refresh": True}
+HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
+# Argo CD's own snippet (docs/operator-manual/health.md @ v3.5.1): a child Application is healthy
+# only when its resources are, so the root's sync waves wait for it (removed from Argo CD in 1.8).
+APPLICATION_HEALTH_LUA = """\
+hs = {}
+hs.status = "Progressing"
+hs.message = ""
+if obj.status ~= nil then
+  if obj.status.health ~= nil then
+    hs.status = obj.status.health.status
+    if obj.status.health.message ~= nil then
+      hs.message = obj.status.health.message
+    end
+  end
+end
+return hs
+"""
 PART_OF = "app.kubernetes.io/part-of"
 
 
-def _sync_policy(options: Iterable[str]) -> dict[str, Any]:
-    policy: dict[str, Any] = {"automated": {"prune": True, "selfHeal": True}, "retry": RETRY}
+def _sync_policy(options: Iterable[str], *, retry_forever: bool = False) -> dict[str, Any]:
+    policy: dict[str, Any] = {"automated": {"prune": True, "selfHeal": True},
+                              "retry": RETRY_FOREVER if retry_forever else RETRY}
     opts = sorted(set(options))
     if opts:
         policy["syncOptions"] = opts
@@ -36,6 +59,16 @@ def _sync_policy(options: Iterable[str]) -> dict[str, Any]:
 def unit_path(spec: ClusterSpec, unit: str) -> str:
     """Repository path of one unit's folder: <gitops.path>/<cluster>/<unit>."""
     return f"{spec.gitops.path}/{spec.name}/{unit}"
+
+
+def is_custom_group(group: str) -> bool:
+    """API groups served by a CRD: dotted and not a Kubernetes group (apps, batch, *.k8s.io are built in)."""
+    return "." in group and not group.endswith(".k8s.io")
+
+
+def uses_custom_resources(chart: UnitChart) -> bool:
+    """True when a unit renders objects of a CRD (Slinky, Karpenter, ESO, MariaDB, KEDA, ...)."""
+    return any(is_custom_group(api.split("/")[0]) for api, _, _ in getattr(chart, "emitted", ()) if "/" in api)
 
 
 def cluster_scoped_kinds(chart: UnitChart) -> set[tuple[str, str]]:
@@ -68,14 +101,15 @@ class AppsChart(Chart):
         self._project(sorted(repos), sorted(destinations), sorted(kinds))
 
     def _application(self, unit: str, wave_no: int, source: dict[str, Any], namespace: str | None,
-                     options: list[str], ignore: Sequence[dict[str, object]] = ()) -> None:
+                     options: list[str], ignore: Sequence[dict[str, object]] = (), *,
+                     retry_forever: bool = False) -> None:
         spec = self.spec
         destination = {"server": spec.gitops.destination_server, "namespace": namespace}
         body: dict[str, Any] = {
             "project": naming.project(spec.name),
             "source": source,
             "destination": destination,
-            "syncPolicy": _sync_policy(options),
+            "syncPolicy": _sync_policy(options, retry_forever=retry_forever),
         }
         if ignore:
             body["ignoreDifferences"] = list(ignore)
@@ -94,7 +128,8 @@ class AppsChart(Chart):
             options.append("RespectIgnoreDifferences=true")
         source = {"repoURL": self.spec.gitops.repo_url, "targetRevision": self.spec.gitops.target_revision,
                   "path": unit_path(self.spec, unit.unit), "directory": {"recurse": False}}
-        self._application(unit.unit, sync.wave, source, sync.namespace, options, sync.ignore_differences)
+        self._application(unit.unit, sync.wave, source, sync.namespace, options, sync.ignore_differences,
+                          retry_forever=uses_custom_resources(unit))
 
     def _helm_application(self, release: HelmRelease) -> None:
         helm: dict[str, Any] = {"releaseName": release.release_name}
@@ -105,7 +140,8 @@ class AppsChart(Chart):
         options = ["CreateNamespace=true"] + (["ServerSideApply=true"] if release.server_side_apply else [])
         if release.keep_on_delete:
             options.append("Delete=false")
-        self._application(release.unit, release.wave, source, release.namespace, options)
+        self._application(release.unit, release.wave, source, release.namespace, options,
+                          retry_forever=release.needs_other_crds)
 
     def _project(self, repos: list[str], namespaces: list[str], kinds: list[tuple[str, str]]) -> None:
         spec = self.spec
@@ -139,3 +175,23 @@ class RootChart(Chart):
         }
         emit(self, api_version=API, kind="Application", name=naming.root_application(spec.name),
              namespace=spec.gitops.argocd_namespace, finalizers=[FINALIZER], body={"spec": body})
+
+
+class ArgoCDSettingsChart(Chart):
+    """`dist/<cluster>/argocd/`: the `argocd-cm` key the sync waves need, as a merge patch.
+
+    Not applied with `kubectl apply`: a whole ConfigMap would replace the user's settings, and
+    `kubectl apply --server-side` first hands every field owned by an earlier client-side apply to
+    its own field manager (kubectl apply.go migrateToSSAIfNecessary), then drops what this file
+    lacks. `kubectl patch --type merge --patch-file` adds this one key and touches nothing else;
+    no labels either (a Helm-installed argocd-cm keeps its managed-by label). Same bytes for every
+    cluster, so patching it again for another cluster changes nothing.
+    """
+
+    unit = "argocd"
+
+    def __init__(self, scope: Construct, spec: ClusterSpec) -> None:
+        super().__init__(scope, f"{spec.name}-argocd", disable_resource_name_hashes=True)
+        obj = ApiObject(self, "argocd-cm", api_version="v1", kind="ConfigMap",
+                        metadata=ApiObjectMetadata(name="argocd-cm", namespace=spec.gitops.argocd_namespace))
+        obj.add_json_patch(JsonPatch.add("/data", {HEALTH_KEY: APPLICATION_HEALTH_LUA}))

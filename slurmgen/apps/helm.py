@@ -7,8 +7,10 @@ Every value key set here exists in the chart's default values.yaml at the pinned
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
+from ..catalog.registries import eks_addon_registry
+from ..plan import GPU_PRESENT_LABEL, NODEPOOL_LABEL
 from ..spec import ClusterSpec
 from . import waves
 
@@ -35,6 +37,7 @@ class HelmRelease:
     cluster_kinds: tuple[tuple[str, str], ...] = ()
     extra_namespaces: tuple[str, ...] = ()  # namespaces the chart writes to besides its own
     keep_on_delete: bool = False  # Delete=false: deleting the Application leaves its objects (CRDs)
+    needs_other_crds: bool = False  # renders CRs of another Application's CRDs: retry without a limit
 
 
 def _placement(spec: ClusterSpec) -> dict[str, Any]:
@@ -81,6 +84,7 @@ def slurm_operator(spec: ClusterSpec) -> HelmRelease:
         values={"crds": {"enabled": False}, "certManager": {"enabled": True},
                 "operator": dict(place), "webhook": dict(place)},
         cluster_kinds=(*WEBHOOKS, *RBAC),
+        needs_other_crds=True,  # its webhook's Certificate and Issuer are cert-manager CRs
     )
 
 
@@ -97,10 +101,16 @@ def nvidia_device_plugin(spec: ClusterSpec) -> HelmRelease:
         unit="nvidia-device-plugin", repo_url="https://nvidia.github.io/k8s-device-plugin",
         chart="nvidia-device-plugin", version="0.20.0", namespace="kube-system",
         release_name="nvidia-device-plugin", wave=waves.OPERATORS,
-        # The chart's default affinity (nvidia.com/gpu.present, set by the AL2023 NVIDIA AMI) already
-        # limits it to GPU nodes. MOFED off: it would grab the EFA devices (0.19.0-0.19.2 regression).
+        # The chart's default affinity wants node-feature-discovery labels or nvidia.com/gpu.present,
+        # which the AL2023 AMI sets only with kubelet >= 1.35: our GPU NodePools set that label
+        # (plan.GPU_PRESENT_LABEL) and the affinity names it alone, so the plugin lands on exactly
+        # those nodes whatever the Kubernetes version or the chart's defaults. The list replaces the
+        # chart's terms (Helm merges maps, replaces lists). MOFED off: it would grab the EFA devices.
         values={"mofedEnabled": False,
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": GPU_PRESENT_LABEL, "operator": "In", "values": ["true"]}]}]}}},
                 "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _exists("nvidia.com/gpu")]},
+        cluster_kinds=RBAC,  # templates/role.yml and role-binding.yml, unconditional (0.20.0)
     )
 
 
@@ -110,7 +120,31 @@ def efa_device_plugin(spec: ClusterSpec, other_taints: tuple[str, ...] = ()) -> 
         unit="aws-efa-k8s-device-plugin", repo_url="https://aws.github.io/eks-charts",
         chart="aws-efa-k8s-device-plugin", version="v0.5.30", namespace="kube-system",
         release_name="aws-efa-k8s-device-plugin", wave=waves.OPERATORS,
-        values={"tolerations": COMPUTE_TOLERATIONS + [_exists(key) for key in sorted(other_taints)]},
+        # The chart's image is in the us-west-2 registry (values.yaml v0.5.30): pull from the
+        # cluster's own Region, which private subnets reach through their regional ECR endpoints.
+        values={"image": {"repository": f"{eks_addon_registry(spec.aws.region)}/eks/aws-efa-k8s-device-plugin"},
+                "tolerations": COMPUTE_TOLERATIONS + [_exists(key) for key in sorted(other_taints)]},
+    )
+
+
+def neuron_device_plugin(spec: ClusterSpec, pools: Sequence[str]) -> HelmRelease:
+    """AWS's neuron-helm-chart (OCI public.ecr.aws/neuron), device plugin only, on exactly our Neuron NodePools.
+
+    1.9.0 is the release for Neuron SDK 2.31.0 (device plugin 2.31.0.0, trn1/trn2/trn3/inf1/inf2 in
+    its instance list). The chart's default affinity lists instance types; ours names the NodePools
+    (the list replaces the chart's terms), and the chart's tolerations already cover the
+    aws.amazon.com/neuron taint. Off: the node problem detector (its own namespace and a DaemonSet
+    tolerating every taint) and the scheduler extension, which only helps pods that take part of a
+    node's NeuronCores; slurmd pods take whole devices.
+    """
+    return HelmRelease(
+        unit="neuron-device-plugin", repo_url="public.ecr.aws/neuron", chart="neuron-helm-chart",
+        version="1.9.0", namespace="kube-system", release_name="neuron-device-plugin", wave=waves.OPERATORS,
+        values={"devicePlugin": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": NODEPOOL_LABEL, "operator": "In", "values": sorted(pools)}]}]}}}},
+                "npd": {"enabled": False}, "scheduler": {"enabled": False}},
+        cluster_kinds=RBAC,
     )
 
 
@@ -144,6 +178,7 @@ def mariadb_operator(spec: ClusterSpec) -> HelmRelease:
         values={"crds": {"enabled": False}, **place,
                 "webhook": {**place, "cert": {"certManager": {"enabled": True}}}, "certController": dict(place)},
         cluster_kinds=(*WEBHOOKS, *RBAC),
+        needs_other_crds=True,  # its webhook's Certificate and Issuer are cert-manager CRs
     )
 
 
@@ -160,6 +195,13 @@ def fsx_csi_driver(spec: ClusterSpec) -> HelmRelease:
     )
 
 
+# Control-plane scrape targets EKS does not expose to pods (the controller manager, scheduler and
+# etcd run in the AWS-managed control plane; kube-proxy binds its metrics to 127.0.0.1): left on,
+# their ServiceMonitors scrape nothing and the *Down alerts fire forever (the chart's rule files,
+# templates/prometheus/rules-1.14/*.yaml @ 88.5.3, are gated on the same `enabled` keys).
+EKS_ABSENT_TARGETS = ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy")
+
+
 def kube_prometheus_stack(spec: ClusterSpec) -> HelmRelease:
     kps = spec.kube_prometheus_stack
     place = _placement(spec)
@@ -171,16 +213,26 @@ def kube_prometheus_stack(spec: ClusterSpec) -> HelmRelease:
         version="88.5.3", namespace=kps.namespace, release_name="kube-prometheus-stack",
         wave=waves.CRDS, server_side_apply=True,  # its CRDs exceed the client-side apply limit
         values={
+            # Every Deployment, StatefulSet and Job of the chart on the core placement, each under
+            # the values key its template reads (88.5.3). The admission-webhook `patch` Jobs are
+            # Helm hooks that Argo CD runs as PreSync: unplaced on a tainted core, the sync stops.
+            "prometheusOperator": {**place, "admissionWebhooks": {"patch": dict(place), "deployment": dict(place)}},
             "prometheus": {"prometheusSpec": {
                 # pick up the Slurm ServiceMonitor whatever its labels
                 "serviceMonitorSelectorNilUsesHelmValues": False, "podMonitorSelectorNilUsesHelmValues": False,
                 "retention": kps.retention, "storageSpec": storage, **place}},
-            # Subchart settings (grafana's placement, node-exporter's tolerations) are not in this
-            # chart's values.yaml, so they cannot be checked here and are left at their defaults.
-            "grafana": {"sidecar": {"dashboards": {"enabled": True, "searchNamespace": "ALL"}}},
+            "alertmanager": {"alertmanagerSpec": dict(place)},
+            "thanosRuler": {"thanosRulerSpec": dict(place)},
+            "crds": {"upgradeJob": dict(place)},
+            # Subcharts (grafana 12.11.1, kube-state-metrics 8.4.0) read nodeSelector/tolerations at
+            # their top level. node-exporter stays a DaemonSet on every node (its default tolerates
+            # every NoSchedule taint).
+            "grafana": {**place, "sidecar": {"dashboards": {"enabled": True, "searchNamespace": "ALL"}}},
+            "kube-state-metrics": dict(place),
+            **{target: {"enabled": False} for target in EKS_ABSENT_TARGETS},
         },
         cluster_kinds=(CRD, *WEBHOOKS, *RBAC),
-        extra_namespaces=("kube-system",),  # Services for the control-plane exporters
+        extra_namespaces=("kube-system",),  # Services for the CoreDNS and kubelet scrape targets
     )
 
 
@@ -191,7 +243,10 @@ def keda(spec: ClusterSpec) -> HelmRelease:
         namespace="keda", release_name="keda", wave=waves.CRDS,
         server_side_apply=True,  # its ScaledJob CRD is larger than client-side apply allows
         # Least privilege: KEDA may scale NodeSets (plural resource name), not every */scale.
+        # Each component falls back to the top-level placement (templates/*/deployment.yaml @ v2.20.2);
+        # set on each as well, so the placement test reads it where the template does.
         values={"crds": {"install": True}, **place,
+                "operator": dict(place), "metricsServer": dict(place), "webhooks": dict(place),
                 "rbac": {"enabledCustomScaledRefKinds": True,
                          "scaledRefKinds": [{"apiGroup": "slinky.slurm.net", "kind": "nodesets"}]}},
         cluster_kinds=(CRD, *WEBHOOKS, *RBAC, ("apiregistration.k8s.io", "APIService")),
@@ -200,7 +255,7 @@ def keda(spec: ClusterSpec) -> HelmRelease:
 
 
 def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False,
-             other_taints: tuple[str, ...] = ()) -> list[HelmRelease]:
+             other_taints: tuple[str, ...] = (), neuron_pools: Sequence[str] = ()) -> list[HelmRelease]:
     """Every Helm child Application of a cluster; device plugins only where a nodeset needs them.
 
     `other_taints` are compute taints outside COMPUTE_TOLERATIONS (AMD/Habana pools) the EFA plugin must tolerate.
@@ -221,4 +276,6 @@ def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False,
         out.append(nvidia_device_plugin(spec))
     if efa and c.efa_device_plugin:
         out.append(efa_device_plugin(spec, other_taints))
+    if neuron_pools and not c.neuron_installed_separately:
+        out.append(neuron_device_plugin(spec, neuron_pools))
     return out

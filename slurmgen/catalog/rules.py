@@ -17,8 +17,7 @@ Finding = tuple[str, str]
 
 # Device plugins slurmgen does not deploy, by the resource they advertise: the spec must say each is
 # installed, or the slurmd pods would wait forever for a resource no node offers.
-_PLUGIN_NAMES = {NEURON: "Neuron device plugin", "amd.com/gpu": "AMD GPU device plugin",
-                 "habana.ai/gaudi": "Habana device plugin"}
+_PLUGIN_NAMES = {"amd.com/gpu": "AMD GPU device plugin", "habana.ai/gaudi": "Habana device plugin"}
 
 
 def _plugin_missing(it: InstanceType, plugins: Mapping[str, Any]) -> str | None:
@@ -27,10 +26,7 @@ def _plugin_missing(it: InstanceType, plugins: Mapping[str, Any]) -> str | None:
     if not it.has_accelerator or resource == NVIDIA_GPU:
         return None
     if resource == NEURON:
-        if plugins["neuronInstalledSeparately"] or NEURON in plugins["installedSeparately"]:
-            return None
-        return (f"{it.instance_type} needs the Neuron device plugin, which slurmgen does not deploy; install it "
-                "and set compute.devicePlugins.neuronInstalledSeparately: true")
+        return None  # slurmgen deploys the Neuron device plugin (apps/helm.py), unless installed separately
     if resource in plugins["installedSeparately"]:
         return None
     name = _PLUGIN_NAMES.get(resource, f"device plugin for {resource}")

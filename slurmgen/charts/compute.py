@@ -92,7 +92,8 @@ class ComputeChart(UnitChart):
             "terminationGracePeriod": c.termination_grace_period,
         }
         body = {
-            "template": {"metadata": {"labels": self._labels(plan)}, "spec": template_spec},
+            "template": {"metadata": {"labels": {**self._labels(plan), **plan.node_labels(c.ami_family)}},
+                         "spec": template_spec},
             "disruption": {
                 "consolidationPolicy": "WhenEmpty",
                 "consolidateAfter": c.consolidate_after,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..catalog.catalog import InstanceType, load_catalog
+from ..catalog.registries import region_has_registry
 from ..catalog.rules import catalog_rule
 from . import _checks, _schema
 from ._yaml import YamlSyntaxError, load_yaml
@@ -23,12 +24,13 @@ Catalog = Mapping[str, InstanceType]
 
 
 def rules_for(catalog: Catalog | None = None) -> tuple[_checks.Rule, ...]:
-    """Every cross-field rule a spec must pass: the spec's own, then instance fit against `catalog`.
+    """Every cross-field rule a spec must pass: the spec's own, the Region's add-on registry, then
+    instance fit against `catalog`.
 
     Passed explicitly rather than registered at import time, so `parse_text` gives the same answer
     whichever modules were imported before. None means the packaged catalog (no site additions).
     """
-    return (*_checks.RULES, catalog_rule(catalog if catalog is not None else load_catalog()))
+    return (*_checks.RULES, region_has_registry, catalog_rule(catalog if catalog is not None else load_catalog()))
 
 
 def load_spec(path: Path, *, catalog: Catalog | None = None) -> ClusterSpec:
@@ -261,6 +263,7 @@ def _compute(d: dict[str, Any]) -> Compute:
         reserve_cpu_m=c["daemonSetReserve"]["cpuMillicores"], reserve_memory_mi=c["daemonSetReserve"]["memoryMiB"],
         reserve_percent=c["daemonSetReserve"]["percent"],
         nvidia_device_plugin=c["devicePlugins"]["nvidia"], efa_device_plugin=c["devicePlugins"]["efa"],
+        neuron_installed_separately=c["devicePlugins"]["neuronInstalledSeparately"],
     )
 
 

@@ -208,6 +208,7 @@ class Compute:
     reserve_percent: int
     nvidia_device_plugin: bool
     efa_device_plugin: bool
+    neuron_installed_separately: bool = False  # opt-out: the Neuron device plugin is not ours to deploy
 
     @property
     def ami_alias(self) -> str:

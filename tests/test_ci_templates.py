@@ -6,6 +6,7 @@ that could sit in a comment.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -28,7 +29,10 @@ def make_runs(target: str) -> list[str]:
     """The commands `make TARGET` runs (dry run: nothing executes)."""
     if not shutil.which("make"):
         pytest.skip("make is not installed")
-    run = subprocess.run(["make", "-n", "--no-print-directory", target], capture_output=True, text=True, cwd=REPO)
+    # A fresh make: not the variables of a make that runs these tests (.ci/run passes VENV=...)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    run = subprocess.run(["make", "-n", "--no-print-directory", target], capture_output=True, text=True, cwd=REPO,
+                         env=env)
     assert run.returncode == 0, run.stderr
     return [line.strip() for line in run.stdout.splitlines() if line.strip()]
 

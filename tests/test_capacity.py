@@ -170,3 +170,32 @@ def test_summary_lists_the_types_and_counts_nodes_of_either(rendered):
     # THEN the headline counts nodes of either type and the table lists both
     assert "- adds 6 g6.8xlarge or gr6.8xlarge node(s) (6 L4) to `backfill`" in text
     assert "| `l4` **(new)** | - → backfill | - → g6.8xlarge, gr6.8xlarge | - → spot | - → 6 | - → 6 × L4 |" in text
+
+
+FSX = ("storage: {fsx: {enabled: true, sizeGiB: 1200, zone: us-west-2a, static: {fileSystemId: fs-0123456789abcdef0, "
+       "dnsName: fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com, mountName: abc}}}\n")
+
+
+@pytest.mark.parametrize("compute_zones, own_zones, fsx, expected", [
+    ("[us-west-2a, us-west-2b]", None, False, ("us-west-2a", "us-west-2b")),
+    ("[us-west-2a, us-west-2b]", None, True, ("us-west-2a",)),                     # FSx pins compute.zones
+    ("[us-west-2b]", "[us-west-2a, us-west-2c]", True, ("us-west-2a", "us-west-2c")),  # own zones are kept
+    ("[]", None, False, ()),
+])
+def test_the_zone_rule_and_the_node_pool_resolve_the_same_zones(compute_zones, own_zones, fsx, expected):
+    # GIVEN a spec with compute zones, maybe nodeset zones of its own, maybe FSx
+    import yaml
+
+    from slurmgen.charts.compute import plan_zones
+    from slurmgen.spec._checks import nodeset_zones
+    from slurmgen.spec._schema import with_defaults
+    own = f", zones: {own_zones}" if own_zones else ""
+    text = MINIMAL_SPEC.replace("{name: gpu, instanceType: g5.xlarge}", f"{{name: gpu, instanceType: g5.xlarge{own}}}")
+    text += f"compute: {{zones: {compute_zones}}}\n" + (FSX if fsx else "")
+    spec = parse_text("t.yaml", text)
+    raw = with_defaults(yaml.safe_load(text))
+    # WHEN the placement-group rule and the NodePool each resolve the nodeset's zones
+    rule = tuple(nodeset_zones(raw, raw["nodesets"][0]))
+    pool = plan_zones(spec, plan_cluster(spec)["gpu"])
+    # THEN they agree, so the one-zone check judges what the NodePool will require
+    assert rule == pool == expected

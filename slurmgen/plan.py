@@ -12,7 +12,8 @@ from typing import Mapping
 
 from . import naming
 from .catalog.catalog import InstanceType, load_catalog
-from .catalog.sizing import DaemonSetReserve, PodShape, format_node_conf, lookup, pod_resources, slurm_node_conf
+from .catalog.mixed import interchangeable, pod_resources_for
+from .catalog.sizing import DaemonSetReserve, PodShape, SizingError, format_node_conf, lookup, slurm_node_conf
 from .spec import ClusterSpec, NodeSetSpec
 from .spec.model import Toleration
 
@@ -48,10 +49,16 @@ class Taint:
 @dataclass(frozen=True)
 class NodeSetPlan:
     nodeset: NodeSetSpec
-    instance: InstanceType
-    shape: PodShape
+    instance: InstanceType  # the first type: arch, vCPUs and accelerators are those of every type
+    shape: PodShape  # fits every type (the smallest of each resource)
     nodepool: str
     taints: tuple[Taint, ...]
+    instances: tuple[InstanceType, ...] = ()  # every type the NodePool allows, spec order; () = (instance,)
+
+    @property
+    def types(self) -> tuple[InstanceType, ...]:
+        """Every instance type Karpenter may launch for this nodeset."""
+        return self.instances or (self.instance,)
 
     @property
     def max_nodes(self) -> int:
@@ -61,12 +68,16 @@ class NodeSetPlan:
 
     @property
     def node_selector(self) -> dict[str, str]:
-        """What the slurmd pods select: only labels Karpenter puts on every node of the NodePool."""
-        return {
-            NODEPOOL_LABEL: self.nodepool,
-            INSTANCE_TYPE_LABEL: self.instance.instance_type,
-            CAPACITY_TYPE_LABEL: self.nodeset.capacity_type,
-        }
+        """What the slurmd pods select: only labels Karpenter puts on every node of the NodePool.
+
+        With a list of types the pod selects the NodePool, not one type: the pool's own requirement
+        holds the list, and a selector on one type would leave the others unused.
+        """
+        selector = {NODEPOOL_LABEL: self.nodepool}
+        if len(self.types) == 1:
+            selector[INSTANCE_TYPE_LABEL] = self.instance.instance_type
+        selector[CAPACITY_TYPE_LABEL] = self.nodeset.capacity_type
+        return selector
 
     def node_labels(self, ami_family: str) -> dict[str, str]:
         """Labels the NodePool puts on its nodes for node agents (not for slurmd's selector).
@@ -133,11 +144,14 @@ def reserve_of(spec: ClusterSpec) -> DaemonSetReserve:
 
 def plan_nodeset(spec: ClusterSpec, ns: NodeSetSpec, catalog: Mapping[str, InstanceType]) -> NodeSetPlan:
     """Size one nodeset; raises SizingError (a user-facing message) when it cannot fit."""
-    it = lookup(catalog, ns.instance_type)
-    reserve = reserve_of(spec)
-    shape = pod_resources(it, gpus_per_pod=ns.gpus_per_pod, efa=ns.efa, reserve=reserve)
-    return NodeSetPlan(nodeset=ns, instance=it, shape=shape,
-                       nodepool=naming.nodepool(spec.name, ns.name), taints=_taints(it))
+    types = tuple(lookup(catalog, name) for name in ns.instance_types)
+    mismatch = interchangeable(types, efa=ns.efa, allow_mixed=ns.allow_mixed_types)
+    if mismatch:
+        raise SizingError(mismatch[0])
+    it = types[0]
+    shape = pod_resources_for(types, gpus_per_pod=ns.gpus_per_pod, efa=ns.efa, reserve=reserve_of(spec))
+    return NodeSetPlan(nodeset=ns, instance=it, shape=shape, nodepool=naming.nodepool(spec.name, ns.name),
+                       taints=_taints(it), instances=types if len(types) > 1 else ())
 
 
 def plan_cluster(spec: ClusterSpec, catalog: Mapping[str, InstanceType] | None = None) -> dict[str, NodeSetPlan]:

@@ -30,11 +30,16 @@ class NodeSetCapacity:
 
     nodeset: str
     partitions: tuple[str, ...]
-    instance_type: str
+    instance_type: str  # the types, comma-separated (a nodeset may list interchangeable types)
     capacity_type: str
     max_nodes: int
     accelerators: int  # at max_nodes
     accelerator_model: str
+    instance_types: tuple[str, ...] = ()
+
+    def nodes_of(self) -> str:
+        """'p5.48xlarge' or 'g6.8xlarge or gr6.8xlarge': what the headline counts nodes of."""
+        return " or ".join(self.instance_types) or self.instance_type
 
     def gpus(self) -> str:
         if not self.accelerators:
@@ -64,6 +69,16 @@ def _partitions(tree: Tree) -> dict[str, list[str]]:
     return out
 
 
+def _instance_types(selector: Mapping[str, str], pool: Obj) -> tuple[str, ...]:
+    """The pod's instance type, else every type its NodePool allows (a list selects the pool only)."""
+    if "node.kubernetes.io/instance-type" in selector:
+        return (selector["node.kubernetes.io/instance-type"],)
+    for req in pool.get("spec", {}).get("template", {}).get("spec", {}).get("requirements", []):
+        if req.get("key") == "node.kubernetes.io/instance-type" and req.get("operator") == "In" and req.get("values"):
+            return tuple(req["values"])
+    return ("?",)
+
+
 def capacity(tree: Tree, catalog: Mapping[str, InstanceType]) -> dict[str, NodeSetCapacity]:
     pools = _by_kind(tree, "NodePool")
     parts = _partitions(tree)
@@ -73,12 +88,13 @@ def capacity(tree: Tree, catalog: Mapping[str, InstanceType]) -> dict[str, NodeS
         name = pod["hostname"].rstrip("-")
         selector = pod.get("nodeSelector", {})
         pool = pools.get(selector.get("karpenter.sh/nodepool", ""), {})
-        itype = selector.get("node.kubernetes.io/instance-type", "?")
-        it = catalog.get(itype)
+        types = _instance_types(selector, pool)
+        itype = ", ".join(types)
+        it = catalog.get(types[0])
         limits = pool.get("spec", {}).get("limits", {})
         accel = int(limits.get(it.accelerator_resource, 0)) if it and it.has_accelerator else 0
         out[name] = NodeSetCapacity(
-            nodeset=name, partitions=tuple(sorted(set(parts.get(name, [])))), instance_type=itype,
+            nodeset=name, partitions=tuple(sorted(set(parts.get(name, [])))), instance_type=itype, instance_types=types,
             capacity_type=selector.get("karpenter.sh/capacity-type", "?"), max_nodes=int(limits.get("nodes", 0)),
             accelerators=accel, accelerator_model=it.accelerator_model if it else "")
     return dict(sorted(out.items()))
@@ -253,7 +269,7 @@ def _headline(old: Tree, new: Tree, catalog: Mapping[str, InstanceType]) -> list
         verb = "adds" if nodes > 0 else "removes"
         gpu_text = f" ({abs(gpus)} {cur.accelerator_model.upper()})" if gpus else ""
         where = ", ".join(f"`{p}`" for p in cur.partitions) or "no partition"
-        lines.append(f"- {verb} {abs(nodes)} {cur.instance_type} node(s){gpu_text} {'to' if nodes > 0 else 'from'} {where}")
+        lines.append(f"- {verb} {abs(nodes)} {cur.nodes_of()} node(s){gpu_text} {'to' if nodes > 0 else 'from'} {where}")
     return lines
 
 

@@ -56,11 +56,14 @@ def test_node_class_is_pinned_and_uses_local_nvme(rendered):
     assert node_class["metadataOptions"]["httpTokens"] == "required"
 
 
-def test_zones_pin_every_pool(rendered):
+def test_zones_pin_every_pool_but_a_nodeset_with_zones_of_its_own(rendered):
+    # GIVEN training: FSx and compute.zones in us-east-1a; the spot nodeset l4 lists us-east-1a and us-east-1b
     pools = {rel: o for rel, o in rendered["training"].files.items() if o["kind"] == "NodePool"}
     assert len(pools) == len(rendered["training"].spec.nodesets)
     for rel, o in pools.items():
-        assert {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]} in \
+        zones = ["us-east-1a", "us-east-1b"] if rel.endswith("-l4.yaml") else ["us-east-1a"]
+        # THEN each pool requires exactly its zones: the nodeset's own list is kept beside FSx
+        assert {"key": "topology.kubernetes.io/zone", "operator": "In", "values": zones} in \
             o["spec"]["template"]["spec"]["requirements"], rel
 
 

@@ -208,10 +208,14 @@ def test_slurm_never_schedules_more_cpu_or_memory_than_the_slurmd_pod_requests(r
             # GIVEN each rendered NodeSet (no CPU/memory limits, so the entrypoint adds no CoreSpecCount)
             requests = spec["slurmd"]["resources"]["requests"]
             assert "cpu" not in spec["slurmd"]["resources"].get("limits", {}), (name, cr)
-            instance = spec["template"]["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"]
+            pool_name = spec["template"]["spec"]["nodeSelector"]["karpenter.sh/nodepool"]
+            pool = cluster.files[f"compute/nodepool-{pool_name}.yaml"]["spec"]["template"]["spec"]
+            types = next(r["values"] for r in pool["requirements"] if r["key"] == "node.kubernetes.io/instance-type")
             conf = dict(t.split("=", 1) for t in spec["extraConf"].split(" "))
-            # THEN Slurm's CPUs (detected minus CoreSpecCount cores, or CPUs=) fit in the CPU request
-            assert _slurm_cpus(instance, spec["extraConf"]) * 1000 <= int(requests["cpu"].rstrip("m")), (name, cr)
+            # THEN on every type its NodePool may launch, Slurm's CPUs (detected minus CoreSpecCount
+            # cores, or CPUs=) fit in the CPU request
+            for instance in types:
+                assert _slurm_cpus(instance, spec["extraConf"]) * 1000 <= int(requests["cpu"].rstrip("m")), (name, cr, instance)
             # AND RealMemory fits in the memory request
             assert int(conf["RealMemory"]) <= memory_mib(requests["memory"]), (name, cr)
 

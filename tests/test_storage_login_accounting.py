@@ -75,7 +75,9 @@ def test_compute_is_pinned_to_the_fsx_zone_and_waits_for_the_fsx_agent(rendered)
         assert len(of_kind(rendered[cluster].files, "NodePool")) == len(rendered[cluster].spec.nodesets)
         for rel, pool in of_kind(rendered[cluster].files, "NodePool").items():
             template = pool["spec"]["template"]["spec"]
-            assert {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]} in template["requirements"]
+            zones = [r["values"] for r in template["requirements"] if r["key"] == "topology.kubernetes.io/zone"]
+            # pinned to the FSx zone, or (a nodeset's own zones, training-l4) spanning it
+            assert zones == [[zone]] or ("training-l4" in rel and zones == [[zone, "us-east-1b"]]), rel
             assert template["startupTaints"] == [{"key": "fsx.csi.aws.com/agent-not-ready", "effect": "NoExecute"}]
 
 

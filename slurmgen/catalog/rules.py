@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
 from .catalog import NEURON, NVIDIA_GPU, InstanceType
-from .sizing import DaemonSetReserve, SizingError, lookup, pod_resources
+from .mixed import interchangeable, pod_resources_for, type_names
+from .sizing import DaemonSetReserve, SizingError, lookup
 
 Finding = tuple[str, str]
 
@@ -35,24 +36,35 @@ def _plugin_missing(it: InstanceType, plugins: Mapping[str, Any]) -> str | None:
 
 
 def nodesets_fit(spec: dict[str, Any], catalog: Mapping[str, InstanceType]) -> Iterator[Finding]:
-    """Unknown instance types, GPUs per pod above the instance's, uneven splits, EFA where there is none,
-    types too small for a slurmd pod, device plugins not installed, and a maxNodes too small for the replicas."""
+    """Unknown instance types, lists of types that cannot share one pod (catalog/mixed.py), GPUs per pod above
+    the instance's, uneven splits, EFA where there is none, types too small for a slurmd pod, device
+    plugins not installed, and a maxNodes too small for the replicas."""
     raw = spec["compute"]["daemonSetReserve"]
     reserve = DaemonSetReserve(cpu_m=raw["cpuMillicores"], memory_mi=raw["memoryMiB"], percent=raw["percent"])
     for index, ns in enumerate(spec["nodesets"]):
-        try:
-            it = lookup(catalog, ns["instanceType"])
-        except SizingError as err:
-            yield f"nodesets[{index}].instanceType", str(err)
+        names = type_names(ns)
+        field = f"nodesets[{index}].instanceType"
+        types: list[InstanceType] = []
+        for t_index, name in enumerate(names):
+            try:
+                types.append(lookup(catalog, name))
+            except SizingError as err:
+                yield (field if len(names) == 1 else f"{field}[{t_index}]"), str(err)
+        if len(types) != len(names):
+            continue
+        mismatch = interchangeable(types, efa=ns["efa"], allow_mixed=ns["allowMixedTypes"])
+        if mismatch:
+            yield from ((field, problem) for problem in mismatch)
             continue
         try:
-            shape = pod_resources(it, gpus_per_pod=ns.get("gpusPerPod"), efa=ns["efa"], reserve=reserve)
+            shape = pod_resources_for(types, gpus_per_pod=ns.get("gpusPerPod"), efa=ns["efa"], reserve=reserve)
         except SizingError as err:
             yield (err.field if err.field.startswith("compute.") else f"nodesets[{index}].{err.field}"), str(err)
             continue
+        it = types[0]  # same accelerators on every type (interchangeable)
         missing = _plugin_missing(it, spec["compute"]["devicePlugins"])
         if missing:
-            yield f"nodesets[{index}].instanceType", missing
+            yield field, missing
         ceiling = ns["autoscale"]["max"] if "autoscale" in ns else ns["replicas"]
         needed = -(-ceiling // shape.pods_per_node)
         if ns.get("maxNodes", needed) < needed:

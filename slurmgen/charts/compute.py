@@ -9,6 +9,7 @@ Disruption never interrupts a job: only empty nodes are consolidated, slurmd pod
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from constructs import Construct
@@ -53,8 +54,10 @@ class ComputeChart(UnitChart):
             "metadataOptions": METADATA_OPTIONS,
             "tags": self._labels(plan),
         }
-        if plan.instance.has_nvme:
+        if all(it.has_nvme for it in plan.types):
             body["instanceStorePolicy"] = "RAID0"  # kubelet + images on local NVMe, not the root volume
+        if plan.nodeset.placement_group is not None:
+            body["placementGroupSelector"] = placement_group_selector(plan.nodeset.placement_group)
         reservation = plan.nodeset.capacity_reservation
         if reservation is not None:
             terms = [{"id": i} for i in reservation.ids] if reservation.ids else [{"tags": dict(reservation.tags)}]
@@ -74,7 +77,7 @@ class ComputeChart(UnitChart):
         c = self.spec.compute
         ns, it = plan.nodeset, plan.instance
         requirements = [
-            {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [it.instance_type]},
+            {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [t.instance_type for t in plan.types]},
             {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [ns.capacity_type]},
             {"key": ARCH_LABEL, "operator": "In", "values": [it.arch]},
             {"key": OS_LABEL, "operator": "In", "values": ["linux"]},
@@ -106,17 +109,40 @@ class ComputeChart(UnitChart):
 
 
 def plan_zones(spec: ClusterSpec, plan: NodeSetPlan) -> tuple[str, ...]:
-    """Zones a nodeset's nodes may use: the FSx zone when it mounts FSx (no cross-zone Lustre traffic)."""
+    """Zones a nodeset's nodes may use: with FSx, its zone (no cross-zone Lustre traffic), unless the
+    nodeset lists zones of its own (which must include the FSx zone, spec/_checks.py fsx_settings):
+    a spot nodeset spread over zones finds capacity more often, and pays cross-zone traffic for it."""
     fsx = spec.storage.fsx
-    if fsx.enabled and fsx.zone:
+    if fsx.enabled and fsx.zone and not plan.nodeset.own_zones:
         return (fsx.zone,)
     return plan.nodeset.zones
 
 
 def node_pool_limits(plan: NodeSetPlan) -> dict[str, str]:
-    """Capacity of max_nodes instances: a typo in replicas cannot buy a fleet."""
-    it, n = plan.instance, plan.max_nodes
-    limits = {"nodes": str(n), "cpu": str(it.vcpu * n), "memory": f"{it.memory_mib * n}Mi"}
+    """Capacity of max_nodes instances: a typo in replicas cannot buy a fleet.
+
+    With a list of types, each resource is counted on the largest type, so max_nodes nodes of any
+    mix stay within the limits (Karpenter refuses a launch that would cross one).
+    """
+    types, n = plan.types, plan.max_nodes
+    limits = {"nodes": str(n), "cpu": str(max(t.vcpu for t in types) * n),
+              "memory": f"{max(t.memory_mib for t in types) * n}Mi"}
+    it = plan.instance
     if it.has_accelerator:
-        limits[it.accelerator_resource] = str(it.accelerator_count * n)
+        limits[it.accelerator_resource] = str(max(t.accelerator_count for t in types) * n)
     return limits
+
+
+PLACEMENT_GROUP_ID = re.compile(r"^pg-[0-9a-z]+$")
+
+
+def placement_group_selector(value: str) -> dict[str, str]:
+    """EC2NodeClass `placementGroupSelector`: `{id}` for a pg-… id, else `{name}` (never both).
+
+    Karpenter v1.14.1 (pkg/apis/v1/ec2nodeclass.go, PlacementGroupSelector) takes a name or an id
+    matching `^pg-[0-9a-z]+$`, mutually exclusive (CEL rule), and only resolves an existing group
+    (pkg/controllers/nodeclass/placementgroup.go: `PlacementGroupNotFound` otherwise, the nodeclass
+    is not ready). It adds no zone requirement for a cluster group: the zone check is ours
+    (spec/_checks.py placement_group_zone).
+    """
+    return {"id": value} if PLACEMENT_GROUP_ID.match(value) else {"name": value}

@@ -191,6 +191,32 @@ def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
                    "its pods could not mount it without cross-zone traffic")
 
 
+def nodeset_zones(spec: dict[str, Any], ns: dict[str, Any]) -> list[str]:
+    """The zones a nodeset's NodePool will require (charts/compute.py plan_zones, on the raw spec)."""
+    fsx = spec["storage"]["fsx"]
+    if fsx["enabled"] and fsx.get("zone") and "zones" not in ns:
+        return [fsx["zone"]]
+    return list(ns.get("zones", spec["compute"]["zones"]))
+
+
+def placement_group_zone(spec: dict[str, Any]) -> Iterator[Finding]:
+    """A cluster placement group is in one zone: its nodeset must resolve to exactly that one.
+
+    Karpenter v1.14.1 adds no zone requirement for a cluster group (only partition groups change
+    offerings: pkg/providers/instancetype/offering/placement_group_resolver.go), so a NodePool open
+    to several zones would try launches in zones where the group cannot place the instance.
+    """
+    for index, ns in enumerate(spec["nodesets"]):
+        if "placementGroup" not in ns:
+            continue
+        zones = nodeset_zones(spec, ns)
+        if len(zones) != 1:
+            which = f"{len(zones)} zones ({', '.join(zones)})" if zones else "any zone (compute.zones is empty)"
+            yield (f"nodesets[{index}].placementGroup",
+                   f"a cluster placement group lives in one availability zone, but this nodeset may use {which}; "
+                   "set the nodeset's zones to the group's zone")
+
+
 # Region-bearing values. Zones are names (us-east-1a): the schema refuses zone IDs (use1-az1), since
 # NodePools select on topology.kubernetes.io/zone, which holds the name.
 _ZONE_REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-[0-9])[a-z]$")
@@ -434,6 +460,7 @@ RULES: tuple[Rule, ...] = (
     secrets_mode,
     autoscaling,
     policy_references,
+    placement_group_zone,
 )
 
 
@@ -460,6 +487,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     secrets_mode: ("secrets", "accounting", "login"),
     autoscaling: ("autoscaling", "monitoring", "nodesets", "metrics"),
     policy_references: ("policy", "partitions", "accounting", "scheduling"),
+    placement_group_zone: ("nodesets", "storage", "compute"),
 }
 
 EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule can trust any section

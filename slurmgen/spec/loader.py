@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..catalog.catalog import InstanceType, load_catalog
+from ..catalog.mixed import type_names
 from ..catalog.registries import region_has_registry
 from ..catalog.rules import catalog_rule
 from . import _checks, _schema
@@ -280,17 +281,19 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
     def build_nodeset(ns: dict[str, Any]) -> NodeSetSpec:
         reservation = ns.get("capacityReservation")
         return NodeSetSpec(
-            name=ns["name"], instance_type=ns["instanceType"], gpus_per_pod=ns.get("gpusPerPod"), efa=ns["efa"],
+            name=ns["name"], instance_types=type_names(ns), gpus_per_pod=ns.get("gpusPerPod"), efa=ns["efa"],
             replicas=ns["replicas"], capacity_type=ns["capacityType"], features=tuple(ns["features"]),
             image=images.for_component("slurmd", ns.get("image")),
             extra_slurmd_conf=tuple((k, str(v)) for k, v in ns["extraSlurmdConf"].items()),
             max_nodes=ns.get("maxNodes"),
-            zones=tuple(ns.get("zones", d["compute"]["zones"])),
+            zones=tuple(ns.get("zones", d["compute"]["zones"])), own_zones="zones" in ns,
             capacity_reservation=None if reservation is None else CapacityReservation(
                 ids=tuple(reservation.get("ids", ())), tags=pairs(reservation.get("tags", {}))),
             scaling_mode=ns["scalingMode"],
             autoscale=_autoscale(ns.get("autoscale")),
             include_in_all=_checks.include_in_all(ns),
+            allow_mixed_types=ns["allowMixedTypes"],
+            placement_group=ns.get("placementGroup"),
         )
     return ClusterSpec(
         source=source,

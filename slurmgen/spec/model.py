@@ -169,7 +169,7 @@ class Autoscale:
 @dataclass(frozen=True)
 class NodeSetSpec:
     name: str
-    instance_type: str
+    instance_types: tuple[str, ...]  # one, or interchangeable types Karpenter picks from (catalog/mixed.py)
     gpus_per_pod: int | None
     efa: bool
     replicas: int
@@ -179,10 +179,18 @@ class NodeSetSpec:
     extra_slurmd_conf: Pairs = ()
     max_nodes: int | None = None
     zones: tuple[str, ...] = ()  # resolved: the nodeset's own, else compute.zones
+    own_zones: bool = False  # zones written on the nodeset itself: kept even when FSx pins compute.zones
     capacity_reservation: CapacityReservation | None = None
     scaling_mode: str = "StatefulSet"
     autoscale: Autoscale | None = None
     include_in_all: bool = True  # resolved: spot and autoscaled nodesets default to False
+    allow_mixed_types: bool = False
+    placement_group: str | None = None  # name or pg-id of an existing cluster placement group
+
+    @property
+    def instance_type(self) -> str:
+        """The first type of the list: the one a single-type nodeset names."""
+        return self.instance_types[0]
 
     @property
     def ceiling(self) -> int:

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any, Callable, Iterator, NamedTuple
 
 from ..quantity import memory_mib
+from ._topology import topology_rules
 
 Finding = tuple[str, str]
 Rule = Callable[[dict[str, Any]], Iterator[Finding]]
@@ -434,6 +435,7 @@ RULES: tuple[Rule, ...] = (
     secrets_mode,
     autoscaling,
     policy_references,
+    topology_rules,
 )
 
 
@@ -460,6 +462,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     secrets_mode: ("secrets", "accounting", "login"),
     autoscaling: ("autoscaling", "monitoring", "nodesets", "metrics"),
     policy_references: ("policy", "partitions", "accounting", "scheduling"),
+    topology_rules: ("topology", "nodesets", "partitions"),
 }
 
 EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule can trust any section

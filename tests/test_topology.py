@@ -129,3 +129,25 @@ def test_default_topology_nodesets_are_efa_gpu_and_trainium():
     assert spec.topology is not None
     assert spec.topology.nodesets == ("h100", "h200", "l40s", "trn2")
     assert [b.name for b in spec.topology.blocks] == ["block-reserved"]
+
+
+def test_summary_names_topology_changes(rendered):
+    # GIVEN the training tree and the same tree whose Capacity Block partition had one block size
+    import copy
+
+    from slurmgen.slurmconf.diff import changes
+
+    new = rendered["training"].files
+    old = copy.deepcopy(dict(new))
+    cm = old["slurm/configmap-slurm-topology-conf.yaml"]["data"]
+    cm["topology.yaml"] = cm["topology.yaml"].replace("block_sizes: [2, 4]", "block_sizes: [2]")
+    # WHEN the summary compares them THEN it names the topology and the key that changed, nothing else
+    assert changes(old, new) == ["topology.yaml: `block-reserved` block_sizes 2 → 2,4"]
+
+
+def test_explain_prints_topology_yaml(rendered, capsys):
+    # GIVEN the training example WHEN --explain topology.yaml THEN the file is printed as rendered
+    from slurmgen.cli import main
+
+    assert main(["--spec", str(REPO / "clusters" / "training.yaml"), "--explain", "topology.yaml"]) == 0
+    assert "- topology: block-reserved" in capsys.readouterr().out

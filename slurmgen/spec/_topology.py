@@ -13,6 +13,7 @@ from typing import Any, Iterator
 from ..catalog.topology_types import DATA, default_topology_nodeset, has_topology
 
 Finding = tuple[str, str]
+MAX_BLOCK_LEVELS = 16  # src/plugins/topology/block/block_record.h; block_record.c _list_to_bitmap
 TOPOLOGY_NAMES = {"tree": "tree", "flat": "flat"}  # block topologies are named block-<partition>
 
 
@@ -54,7 +55,7 @@ def _block_sizes_problem(sizes: list[int]) -> str | None:
     base = sizes[0]
     for prev, size in zip(sizes, sizes[1:]):
         ratio, rest = divmod(size, base)
-        if size <= prev or rest or ratio & (ratio - 1):
+        if size <= prev or rest or ratio & (ratio - 1) or ratio >= 2 ** MAX_BLOCK_LEVELS:
             return (f"block sizes {sizes} are not the base {base} times growing powers of two "
                     f"(Slurm block_sizes), e.g. {[base * 2 ** i for i in range(len(sizes))]}")
     return None

@@ -56,6 +56,7 @@ def labeler_config(spec: ClusterSpec) -> dict[str, Any]:
     pools = {n: naming.nodepool(spec.name, n) for n in topo.nodesets}
     tree_pools = sorted({pools[n] for p in spec.partitions if p.topology == "tree" for n in p.nodesets})
     return {
+        "pools": sorted(naming.nodepool(spec.name, ns.name) for ns in spec.nodesets),
         "annotation": ANNOTATION,
         "poolLabel": POOL_LABEL,
         "interval": INTERVAL_SECONDS,

@@ -109,7 +109,9 @@ def _request(method: str, path: str, body: dict[str, Any] | None = None) -> Any:
 
 
 def reconcile(cfg: dict[str, Any]) -> None:
-    pools = sorted({p for t in [cfg.get("tree") or {"pools": []}, *cfg.get("blocks", [])] for p in t["pools"]})
+    """One round: every node of the cluster's NodePools (so a node whose nodeset left the topologies
+    loses its annotation), patched only where the value differs."""
+    pools = cfg["pools"]
     selector = urllib.parse.quote(f"{cfg['poolLabel']} in ({','.join(pools)})")
     nodes = _request("GET", f"/api/v1/nodes?labelSelector={selector}")["items"]
     for name, value in sorted(desired(nodes, cfg).items()):

@@ -151,3 +151,26 @@ def test_explain_prints_topology_yaml(rendered, capsys):
 
     assert main(["--spec", str(REPO / "clusters" / "training.yaml"), "--explain", "topology.yaml"]) == 0
     assert "- topology: block-reserved" in capsys.readouterr().out
+
+
+def test_reconcile_patches_only_what_differs(monkeypatch):
+    # GIVEN three nodes of the cluster's pools: one current, one new, one whose nodeset left the topologies
+    cfg = {"pools": ["c-cpu", "c-h100"], "annotation": "a", "poolLabel": "p", "interval": 30, "tree": TREE,
+           "blocks": []}
+    labels = {"p": "c-h100", LAYERS[0]: "x", LAYERS[1]: "y", LAYERS[2]: "z"}
+    nodes = [{"metadata": {"name": "ok", "labels": labels, "annotations": {"a": "tree:ec2:x:y:z"}}},
+             {"metadata": {"name": "new", "labels": labels}},
+             {"metadata": {"name": "gone", "labels": {"p": "c-cpu"}, "annotations": {"a": "tree:ec2:x:y:z"}}}]
+    calls = []
+
+    def fake(method, path, body=None):
+        calls.append((method, path, body))
+        return {"items": nodes} if method == "GET" else {}
+
+    monkeypatch.setattr(lab, "_request", fake)
+    # WHEN one round runs
+    lab.reconcile(cfg)
+    # THEN it lists the cluster's pools, sets the new node, removes the stale value, leaves the current one
+    assert calls[0] == ("GET", "/api/v1/nodes?labelSelector=p%20in%20%28c-cpu%2Cc-h100%29", None)
+    assert calls[1:] == [("PATCH", "/api/v1/nodes/gone", {"metadata": {"annotations": {"a": None}}}),
+                         ("PATCH", "/api/v1/nodes/new", {"metadata": {"annotations": {"a": "tree:ec2:x:y:z"}}})]

@@ -94,8 +94,8 @@ class SlurmClusterChart(UnitChart):
                      body={"spec": scaled_object_spec(spec, plan.nodeset)})
         if spec.policy is not None:
             emit_policy(self, spec, spec.placement.pod_spec())
-        if spec.topology is not None:
-            emit_labeler(self, spec, WAVE_CONFIG)
+        if spec.topology is not None and (spec.topology.tree or spec.topology.blocks):
+            emit_labeler(self, spec, WAVE_CONFIG)  # only flat partitions: nothing to label
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -6,6 +6,8 @@ CONTROLLER = "slurm"  # Controller, RestApi and Accounting CRs; the operator der
 LOGIN = "slurm-login"
 CGROUP_CONF = "slurm-cgroup-conf"
 GRES_CONF = "slurm-gres-conf"
+TOPOLOGY_CONF = "slurm-topology-conf"  # topology.yaml, in the Controller's configFileRefs
+TOPOLOGY_LABELER = "slurm-topology-labeler"
 
 # Label the generator puts on pods it wants to find again (login pods for the NLB Service, ...).
 COMPONENT_LABEL = "slurmgen.dev/component"
@@ -33,3 +35,8 @@ def root_application(cluster: str) -> str:
 
 def project(cluster: str) -> str:
     return f"{cluster}"
+
+
+def topology_labeler(cluster: str) -> str:
+    """ClusterRole/Binding of the topology labeler: cluster-scoped, so prefixed with the cluster."""
+    return f"{cluster}-topology-labeler"

@@ -111,7 +111,7 @@ def test_explain_prints_the_file_and_the_dynamic_nodes(capsys):
 
 @pytest.mark.parametrize("argv, line", [
     (["--explain", "slurm.cnf"], "--explain: unknown file 'slurm.cnf' (one of cgroup.conf, gres.conf, slurm.conf, "
-                                 "slurmdbd.conf)"),
+                                 "slurmdbd.conf, topology.yaml)"),
     (["--explain", "slurm.conf", "--cluster", "nope"], "--cluster: no cluster 'nope' (rendered: example)"),
     (["--explain", "slurmdbd.conf", "--cluster", "t"], None),
 ])

@@ -28,6 +28,8 @@ from .policy import emit_policy
 from .login import loginset_spec, ssh_service
 from .secrets import sssd_secret
 from .storage import pod_volumes
+from .topology import emit_labeler
+from ..topology import topology_yaml
 from .unit import SyncSettings, UnitChart
 
 API = "slinky.slurm.net/v1beta1"
@@ -92,6 +94,8 @@ class SlurmClusterChart(UnitChart):
                      body={"spec": scaled_object_spec(spec, plan.nodeset)})
         if spec.policy is not None:
             emit_policy(self, spec, spec.placement.pod_spec())
+        if spec.topology is not None and (spec.topology.tree or spec.topology.blocks):
+            emit_labeler(self, spec, WAVE_CONFIG)  # only flat partitions: nothing to label
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -121,6 +125,10 @@ class SlurmClusterChart(UnitChart):
         files = {naming.CGROUP_CONF: {"cgroup.conf": CGROUP_CONF}}
         if self._has_gpus:
             files[naming.GRES_CONF] = {"gres.conf": GRES_CONF}
+        if self.spec.topology is not None:
+            # A known config file of the operator's webhook (internal/webhook/controller_webhook.go@v1.2.1);
+            # its edits reach slurmctld through CONFIG_FILES_HASH like the others.
+            files[naming.TOPOLOGY_CONF] = {"topology.yaml": topology_yaml(self.spec)}
         return files
 
     def _config_files(self) -> None:

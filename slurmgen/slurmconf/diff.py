@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+import yaml
+
 from .operator import SLURM_CONF, Effective, Tree, Unresolved, effective
 from .parse import Entity, parse, tokens
 
@@ -89,6 +91,45 @@ def _keys(eff: Effective | None, name: str) -> dict[str, tuple[str, str]]:
     return parse(eff.files[name]).values()
 
 
+def _topologies(eff: Effective | None, name: str) -> dict[str, list[tuple[str, str]]]:
+    """topology.yaml as {topology: [(what, value)]}: kind, default, block sizes, counts of blocks/switches."""
+    if eff is None or name not in eff.files:
+        return {}
+    try:
+        doc = yaml.safe_load(eff.files[name]) or []
+    except yaml.YAMLError:
+        return {"(unreadable)": [("text", "changed")]}
+    out: dict[str, list[tuple[str, str]]] = {}
+    for item in doc if isinstance(doc, list) else []:
+        params = [("cluster_default", str(bool(item.get("cluster_default", False))).lower())]
+        for kind in ("tree", "block", "flat", "ring", "torus3d"):
+            if kind in item:
+                params.insert(0, ("type", kind))
+                body = item[kind] if isinstance(item[kind], dict) else {}
+                if kind == "block":
+                    params.append(("block_sizes", ",".join(str(x) for x in body.get("block_sizes") or [])))
+                    params.append(("blocks", str(len(body.get("blocks") or []))))
+                if kind == "tree":
+                    params.append(("switches", ",".join(str(sw.get("switch")) for sw in body.get("switches") or [])))
+        out[str(item.get("topology"))] = params
+    return out
+
+
+def _topologies_changes(old: dict[str, list[tuple[str, str]]], new: dict[str, list[tuple[str, str]]]) -> list[str]:
+    lines = []
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name), new.get(name)
+        if a is None and b is not None:
+            lines.append(f"`{name}` added: {_flat(b)}")
+        elif b is None and a is not None:
+            lines.append(f"`{name}` removed (was: {_flat(a)})")
+        elif a is not None and b is not None:
+            diff = _param_changes(_params(a), _params(b))
+            if diff:
+                lines.append(f"`{name}` " + "; ".join(diff))
+    return lines
+
+
 def changes(old: Tree, new: Tree) -> list[str]:
     """Markdown list items (without the leading `- `) describing the effective-config change."""
     a, b = _effective(old), _effective(new)
@@ -100,6 +141,9 @@ def changes(old: Tree, new: Tree) -> list[str]:
     for group in ("scheduling", "accounting", "other"):
         lines += [f"{group}: `{c.split(' ', 1)[0]}` {c.split(' ', 1)[1]}" for c in keyed.get(group, [])]
     for name in sorted({*(a.files if a else {}), *(b.files if b else {})} - {SLURM_CONF}):
+        if name.endswith(".yaml"):
+            lines += [f"{name}: {c}" for c in _topologies_changes(_topologies(a, name), _topologies(b, name))]
+            continue
         for change in _param_changes(_keys(a, name), _keys(b, name)):
             lines.append(f"{name}: `{change.split(' ', 1)[0]}` {change.split(' ', 1)[1]}")
     return lines

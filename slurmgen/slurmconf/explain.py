@@ -6,7 +6,7 @@ from typing import Mapping
 
 from .operator import SLURM_CONF, Tree, Unresolved, effective
 
-FILES = ("cgroup.conf", "gres.conf", "slurm.conf", "slurmdbd.conf")
+FILES = ("cgroup.conf", "gres.conf", "slurm.conf", "slurmdbd.conf", "topology.yaml")
 
 
 class ExplainError(Exception):
@@ -37,7 +37,8 @@ def explain_one(cluster: str, tree: Tree, name: str) -> str:
         raise ExplainError(f"{cluster}: {name}: no Controller is rendered")
     if name not in eff.files:
         why = {"gres.conf": "no configFileRefs ConfigMap carries it (no GPU nodeset)",
-               "slurmdbd.conf": "accounting is disabled"}.get(name, "nothing writes it")
+               "slurmdbd.conf": "accounting is disabled",
+               "topology.yaml": "topology is off (spec topology.enabled)"}.get(name, "nothing writes it")
         raise ExplainError(f"{cluster}: {name}: not written for this cluster: {why}")
     text = eff.files[name]
     return text + _nodes_block(eff.nodes) if name == SLURM_CONF else text

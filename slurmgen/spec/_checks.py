@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any, Callable, Iterator, NamedTuple
 
 from ..quantity import memory_mib
+from ._topology import topology_rules
 
 Finding = tuple[str, str]
 Rule = Callable[[dict[str, Any]], Iterator[Finding]]
@@ -461,6 +462,7 @@ RULES: tuple[Rule, ...] = (
     autoscaling,
     policy_references,
     placement_group_zone,
+    topology_rules,
 )
 
 
@@ -488,6 +490,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     autoscaling: ("autoscaling", "monitoring", "nodesets", "metrics"),
     policy_references: ("policy", "partitions", "accounting", "scheduling"),
     placement_group_zone: ("nodesets", "storage", "compute"),
+    topology_rules: ("topology", "nodesets", "partitions"),
 }
 
 EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule can trust any section

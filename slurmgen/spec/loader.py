@@ -11,12 +11,13 @@ from ..catalog.mixed import type_names
 from ..catalog.registries import region_has_registry
 from ..catalog.rules import catalog_rule
 from . import _checks, _schema
+from . import _topology as _topology_rules
 from ._yaml import YamlSyntaxError, load_yaml
 from .errors import Problem, SpecError, name_keyed
 from .model import (
     Accounting, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, FairShare, Fsx, GitOpsSettings, Images,
-    Autoscale, KubePrometheusStack, Login, Policy, PolicyAccount, PolicyUser, Qos, LoginService, MariaDbSettings, Metrics, NodeSetSpec, Partition, Persistence, Placement,
-    Scheduling, SecretKeyRef, Secrets, ServiceMonitor, Storage, Toleration, Versions, pairs,
+    Autoscale, BlockTopology, KubePrometheusStack, Login, Policy, PolicyAccount, PolicyUser, Qos, LoginService, MariaDbSettings, Metrics, NodeSetSpec, Partition, Persistence, Placement,
+    Scheduling, SecretKeyRef, Secrets, ServiceMonitor, Storage, Toleration, TopologySpec, Versions, pairs,
 )
 
 MARIADB_NAME = "mariadb"  # the in-cluster MariaDB CR and its Service
@@ -144,10 +145,12 @@ def _tolerations(raw: list[dict[str, Any]]) -> tuple[Toleration, ...]:
                             effect=t.get("effect"), toleration_seconds=t.get("tolerationSeconds")) for t in raw)
 
 
-def _partitions(raw: list[dict[str, Any]], nodesets: list[str]) -> Iterator[Partition]:
+def _partitions(raw: list[dict[str, Any]], nodesets: list[str],
+                topo: dict[str, Any] | None = None) -> Iterator[Partition]:
     """Partitions with [ALL] expanded to `nodesets`, the names that are in ALL (see include_in_all)."""
     for part in raw:
         every = part["nodesets"] == ["ALL"]
+        kind = _topology_rules.kind(part, topo, nodesets)
         yield Partition(
             name=part["name"],
             nodesets=tuple(nodesets) if every else tuple(part["nodesets"]),
@@ -157,7 +160,21 @@ def _partitions(raw: list[dict[str, Any]], nodesets: list[str]) -> Iterator[Part
             extra_config=tuple((k, str(v)) for k, v in part["extraConfig"].items()),
             all_nodesets=every,
             allow_qos=tuple(part.get("allowQos", ())),
+            topology=None if kind is None else _topology_rules.name(part["name"], kind),
         )
+
+
+def _topology(d: dict[str, Any], partitions: tuple[Partition, ...]) -> TopologySpec | None:
+    topo = _topology_rules.settings(d)
+    if topo is None:
+        return None
+    raw_parts = {p["name"]: p for p in d["partitions"]}
+    blocks = tuple(
+        BlockTopology(name=p.topology or "", partition=p.name, nodesets=p.nodesets,
+                      sizes=tuple(raw_parts[p.name]["topology"].get("blockSizes", topo.get("blockSizes", ()))))
+        for p in partitions if p.topology and p.topology.startswith("block-"))
+    return TopologySpec(nodesets=tuple(topo["nodesets"]), tree=any(p.topology == "tree" for p in partitions),
+                        blocks=blocks, domain_label=topo["blockDomainLabel"], labeler_image=topo["labelerImage"])
 
 
 def _autoscale(raw: dict[str, Any] | None) -> Autoscale | None:
@@ -277,6 +294,8 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
     sm = d["metrics"]["serviceMonitor"]
     db = d["accounting"]["database"]
     compute = _compute(d)
+    partitions = tuple(_partitions(d["partitions"], [ns["name"] for ns in d["nodesets"] if _checks.include_in_all(ns)],
+                                   _topology_rules.settings(d)))
 
     def build_nodeset(ns: dict[str, Any]) -> NodeSetSpec:
         reservation = ns.get("capacityReservation")
@@ -324,8 +343,8 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
                                  weight_qos=weights["qos"]),
             preempt_lower_tiers=d["scheduling"]["preemptLowerTiers"],
         ),
-        partitions=tuple(_partitions(d["partitions"],
-                                     [ns["name"] for ns in d["nodesets"] if _checks.include_in_all(ns)])),
+        partitions=partitions,
+        topology=_topology(d, partitions),
         nodesets=tuple(build_nodeset(ns) for ns in d["nodesets"]),
         login=_login(d["login"]),
         accounting=Accounting(enabled=d["accounting"]["enabled"], database=_database(db)),

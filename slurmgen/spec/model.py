@@ -132,6 +132,7 @@ class Partition:
     extra_config: Pairs = ()
     all_nodesets: bool = False  # the spec said [ALL]; written as the resolved list, never Nodes=ALL
     allow_qos: tuple[str, ...] = ()
+    topology: str | None = None  # topology.yaml name (Topology=); None when topology is off
 
     def config_tokens(self, derived: tuple[str, ...] = ()) -> list[str]:
         """Partition parameters after Nodes=, in a fixed order; `derived` come from the generator."""
@@ -141,10 +142,33 @@ class Partition:
         tokens += [f"MaxTime={self.max_time}", f"PriorityTier={self.priority_tier}"]
         if self.allow_qos:
             tokens.append(f"AllowQos={','.join(self.allow_qos)}")
+        if self.topology:
+            tokens.append(f"Topology={self.topology}")
         own = dict(self.extra_config)
         tokens += [t for t in derived if t.split("=", 1)[0] not in own]
         tokens += [f"{k}={v}" for k, v in self.extra_config]
         return tokens
+
+
+@dataclass(frozen=True)
+class BlockTopology:
+    """One block topology of topology.yaml: a partition's fixed-size blocks, pre-declared as slots."""
+
+    name: str  # topology name, block-<partition>
+    partition: str
+    sizes: tuple[int, ...]  # block_sizes; sizes[0] nodes per block
+    nodesets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    """Topology-aware placement: which nodesets are labelled, and which topologies topology.yaml holds."""
+
+    nodesets: tuple[str, ...]
+    tree: bool  # some partition uses the tree of the EC2 network layers
+    blocks: tuple[BlockTopology, ...]
+    domain_label: str
+    labeler_image: str
 
 
 @dataclass(frozen=True)
@@ -418,6 +442,7 @@ class ClusterSpec:
     storage: Storage
     kube_prometheus_stack: KubePrometheusStack
     policy: Policy | None = None
+    topology: TopologySpec | None = None
     prometheus_address: str | None = None  # where KEDA reads Slurm metrics
 
     def nodeset(self, name: str) -> NodeSetSpec:

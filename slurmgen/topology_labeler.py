@@ -1,0 +1,137 @@
+"""Node labeler: EKS network topology labels -> the Slinky annotation `topology.slinky.slurm.net/spec`.
+
+Runs in the cluster as a one-replica Deployment (Python 3 standard library only; mounted from a
+ConfigMap with its JSON config). Every `interval` seconds it lists the nodes of the topology
+NodePools and patches the annotation where it differs; slurm-operator v1.2.1 watches Node
+annotations (internal/controller/nodeset/eventhandler/eventhandler_node.go) and copies the value
+to the Slurm node (nodeset_sync.go syncSlurmTopology -> UpdateNodeTopology).
+
+Tree: `<topology>:<root>:<layer-1>:<layer-2>:<layer-3>[:<layer-4>]`; Slurm creates the switches
+below the declared root on the fly (slurm-26-05-1-1 src/plugins/topology/tree/topology_tree.c,
+topology_p_add_rm_node). Block: Slurm only accepts blocks the file declares (topology_block.c), so
+topology.yaml declares slots and this script assigns each node one, keeping nodes that share the
+domain label (by default the nearest EC2 network node) in the same slot while it has room. The
+assignment lives in the annotations themselves: a restart keeps it.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import sys
+import time
+import urllib.parse
+import urllib.request
+from typing import Any, Iterable
+
+SA = "/var/run/secrets/kubernetes.io/serviceaccount"
+Node = dict[str, Any]
+
+
+def tree_unit(labels: dict[str, str], tree: dict[str, Any]) -> str | None:
+    """`<root>:<l1>:<l2>:<l3>…` from the layer labels present from layer 1 down; None without the first three."""
+    path: list[str] = []
+    for key in tree["layers"]:
+        if key not in labels:
+            break
+        path.append(labels[key])
+    return ":".join([tree["root"], *path]) if len(path) >= 3 else None
+
+
+def assign_blocks(nodes: Iterable[tuple[str, str | None, str | None]], slots: list[str],
+                  size: int) -> dict[str, str]:
+    """{node: slot} for (node, domain, current slot) triples, deterministic in node name order.
+
+    A node keeps a valid current slot while that slot has room; a new node joins a slot that already
+    holds its domain, else an empty slot, else any slot with room. Nodes without a domain get none.
+    """
+    result: dict[str, str] = {}
+    used: dict[str, int] = {s: 0 for s in slots}
+    domain_of: dict[str, str] = {}
+    todo: list[tuple[str, str]] = []
+    for node, domain, current in sorted(n for n in nodes if n[1]):
+        if current in used and used[current] < size and domain_of.get(current, domain) == domain:
+            result[node] = current
+            used[current] += 1
+            domain_of.setdefault(current, domain)
+        else:
+            todo.append((node, domain))
+    for node, domain in todo:
+        free = [s for s in slots if used[s] < size]
+        same = [s for s in free if domain_of.get(s) == domain]
+        empty = [s for s in free if used[s] == 0]
+        choice = (same or empty or free or [None])[0]
+        if choice is None:
+            continue
+        result[node] = choice
+        used[choice] += 1
+        domain_of.setdefault(choice, domain)
+    return result
+
+
+def _current_unit(annotation: str | None, topology: str) -> str | None:
+    for item in (annotation or "").split(","):
+        name, _, unit = item.partition(":")
+        if name == topology and unit:
+            return unit
+    return None
+
+
+def desired(nodes: list[Node], cfg: dict[str, Any]) -> dict[str, str]:
+    """{node name: annotation value} for every listed node ("" = no topology)."""
+    ann, pool_label = cfg["annotation"], cfg["poolLabel"]
+    parts: dict[str, list[str]] = {n["metadata"]["name"]: [] for n in nodes}
+    tree = cfg.get("tree")
+    for node in nodes:
+        labels = node["metadata"].get("labels", {})
+        if tree and labels.get(pool_label) in tree["pools"]:
+            unit = tree_unit(labels, tree)
+            if unit:
+                parts[node["metadata"]["name"]].append(f"{tree['topology']}:{unit}")
+    for block in cfg.get("blocks", []):
+        members = [n for n in nodes if n["metadata"].get("labels", {}).get(pool_label) in block["pools"]]
+        triples = [(n["metadata"]["name"], n["metadata"].get("labels", {}).get(block["domainLabel"]),
+                    _current_unit(n["metadata"].get("annotations", {}).get(ann), block["topology"]))
+                   for n in members]
+        for node, slot in assign_blocks(triples, block["slots"], block["size"]).items():
+            parts[node].append(f"{block['topology']}:{slot}")
+    return {name: ",".join(p) for name, p in parts.items()}
+
+
+def _request(method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    token = open(f"{SA}/token", encoding="utf-8").read().strip()
+    req = urllib.request.Request(
+        f"https://kubernetes.default.svc{path}", method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/merge-patch+json"})
+    with urllib.request.urlopen(req, context=ssl.create_default_context(cafile=f"{SA}/ca.crt"), timeout=30) as r:
+        return json.load(r)
+
+
+def reconcile(cfg: dict[str, Any]) -> None:
+    """One round: every node of the cluster's NodePools (so a node whose nodeset left the topologies
+    loses its annotation), patched only where the value differs."""
+    pools = cfg["pools"]
+    selector = urllib.parse.quote(f"{cfg['poolLabel']} in ({','.join(pools)})")
+    nodes = _request("GET", f"/api/v1/nodes?labelSelector={selector}")["items"]
+    for name, value in sorted(desired(nodes, cfg).items()):
+        node = next(n for n in nodes if n["metadata"]["name"] == name)
+        current = node["metadata"].get("annotations", {}).get(cfg["annotation"], "")
+        if current != value:
+            print(f"{name}: {cfg['annotation']} {current!r} -> {value!r}", flush=True)
+            _request("PATCH", f"/api/v1/nodes/{urllib.parse.quote(name)}",
+                     {"metadata": {"annotations": {cfg["annotation"]: value or None}}})
+
+
+def main(argv: list[str]) -> int:
+    cfg = json.loads(open(argv[1], encoding="utf-8").read())
+    while True:
+        try:
+            reconcile(cfg)
+        except Exception as err:  # keep running: the next round retries
+            print(f"error: {err}", file=sys.stderr, flush=True)
+        time.sleep(cfg["interval"])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -12,6 +12,12 @@ What the consumers do with it (read at the pinned tags):
   `authselect select sssd with-mkhomedir`, and start `sssd -i` under supervisord
   (files/etc/supervisor/conf.d/sssd.conf); the slurmd image also has libnss-slurm and pam_slurm_adopt.
   So name resolution, PAM and pam_mkhomedir come from the images; we only give them the file.
+- Homes: the images' `authselect ... with-mkhomedir` writes authselect's own PAM files, which Ubuntu's
+  sshd does not include (/etc/pam.d/sshd includes common-*). So the login pods get common-session as
+  Ubuntu's pam-auth-update writes it with the unix, sss and mkhomedir profiles, the last with
+  umask=0077. mkhomedir_helper creates the missing parents (0755) and the home (0700, the user's
+  uid/gid from sssd) as root, on FSx, before sshd changes into it (linux-pam v1.5.3
+  modules/pam_mkhomedir/mkhomedir_helper.c, make_parent_dirs; Ubuntu 24.04 ships 1.5.3).
 - slurmctld needs no directory: the operator writes `AuthInfo=use_client_ids` (internal/builder/common/
   const.go), so auth/slurm trusts the client's identity (slurm.conf(5), AuthInfo).
 
@@ -31,6 +37,21 @@ CA_VOLUME = "directory-ca"
 CA_DIR = "/etc/slurmgen/directory-ca"
 CA_FILE = "ca.pem"
 DOMAIN = "default"
+PAM_CONFIGMAP = "slurm-login-pam"
+PAM_VOLUME = "pam-session"
+COMMON_SESSION = "common-session"
+
+# /etc/pam.d/common-session as pam-auth-update writes it (profiles unix, sss, mkhomedir), with the
+# home mode made private. pam_systemd is left out: no logind in a container.
+COMMON_SESSION_PAM = """\
+session [default=1] pam_permit.so
+session requisite pam_deny.so
+session required pam_permit.so
+session optional pam_umask.so
+session required pam_unix.so
+session optional pam_sss.so
+session optional pam_mkhomedir.so umask=0077
+"""
 # /usr/bin/sss_ssh_authorizedkeys is in Debian/Ubuntu's sssd-common, a dependency of the images' sssd.
 AUTHORIZED_KEYS_COMMAND = "/usr/bin/sss_ssh_authorizedkeys"
 
@@ -117,6 +138,11 @@ def sshd_config(d: Directory) -> str:
             f"PermitRootLogin {'prohibit-password' if d.root_login else 'no'}\n")
 
 
+def worker_sshd_config(d: Directory) -> str:
+    """sshd lines for slurmd pods (the operator's own config there also allows passwords): key-only."""
+    return "PasswordAuthentication no\nKbdInteractiveAuthentication no\n" + sshd_config(d)
+
+
 def ca_volumes(spec: ClusterSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The CA bundle as a read-only volume and its mount, for the login and slurmd pods; none without a CA."""
     d = spec.directory
@@ -136,3 +162,15 @@ def remote_ref(d: Directory) -> dict[str, str]:
     if d.bind_password_property:
         ref["property"] = d.bind_password_property
     return ref
+
+
+def login_volumes(spec: ClusterSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The login pods' extra volumes: the CA, and the PAM session file that creates homes."""
+    volumes, mounts = ca_volumes(spec)
+    d = spec.directory
+    if d is not None and d.create_homes:
+        volumes.append({"name": PAM_VOLUME, "configMap": {
+            "name": PAM_CONFIGMAP, "items": [{"key": COMMON_SESSION, "path": COMMON_SESSION}], "defaultMode": 0o444}})
+        mounts.append({"name": PAM_VOLUME, "mountPath": f"/etc/pam.d/{COMMON_SESSION}", "subPath": COMMON_SESSION,
+                       "readOnly": True})
+    return volumes, mounts

@@ -225,7 +225,7 @@ def _directory(d: dict[str, Any]) -> Directory | None:
         tls_mode=raw["tls"]["mode"], tls_verify=raw["tls"]["verify"],
         ca_kind=ca_kind, ca_ref=_ref(ca[ca_kind]) if ca_kind else None,
         access_filter=raw["access"].get("filter"), allowed_groups=tuple(raw["access"]["allowedGroups"]),
-        homes_path=homes, public_key_attribute=raw["ssh"]["publicKeyAttribute"], root_login=raw["ssh"]["rootLogin"],
+        homes_path=homes, create_homes=raw["homes"]["createOnLogin"], public_key_attribute=raw["ssh"]["publicKeyAttribute"], root_login=raw["ssh"]["rootLogin"],
         extra_sssd_conf=tuple((k, v) for k, v in raw["extraSssdConf"].items()),
     )
 

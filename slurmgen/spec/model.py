@@ -259,6 +259,7 @@ class Directory:
     access_filter: str | None
     allowed_groups: tuple[str, ...]
     homes_path: str
+    create_homes: bool
     public_key_attribute: str
     root_login: bool
     extra_sssd_conf: Pairs

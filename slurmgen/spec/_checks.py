@@ -480,6 +480,12 @@ def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
                "set secrets.mode: external-secrets")
     if "sssdConf" in spec["login"]:
         yield "login.sssdConf", "the directory section writes sssd.conf; remove login.sssdConf"
+    store_region = spec["secrets"].get("awsSecretsManager", {}).get("region") or spec["aws"]["region"]
+    arn = re.match(r"arn:aws[a-z-]*:secretsmanager:([a-z0-9-]+):", directory["bindPassword"]["secretsManager"]["name"])
+    if arn and arn.group(1) != store_region:
+        yield ("directory.bindPassword.secretsManager.name",
+               f"the secret is in {arn.group(1)}, but the SecretStore reads {store_region} "
+               "(secrets.awsSecretsManager.region, else aws.region); copy the secret there or set that region")
     if not directory["ssh"]["rootLogin"] and spec["login"]["sshAuthorizedKeys"]:
         yield ("login.sshAuthorizedKeys", "root login is off with a directory; remove the keys, "
                "or keep root for break-glass with directory.ssh.rootLogin: true")
@@ -544,7 +550,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     autoscaling: ("autoscaling", "monitoring", "nodesets", "metrics"),
     policy_references: ("policy", "partitions", "accounting", "scheduling"),
     directory_settings: ("directory",),
-    directory_placement: ("directory", "storage", "secrets", "login"),
+    directory_placement: ("directory", "storage", "secrets", "login", "aws"),
     directory_user_names: ("directory", "policy"),
 }
 

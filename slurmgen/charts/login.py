@@ -19,6 +19,7 @@ from constructs import Construct
 from .. import naming
 from ..spec import ClusterSpec
 from ._objects import MANAGED_BY, SYNC_WAVE
+from .directory import sshd_config as directory_sshd_config
 
 SSH_SERVICE = "slurm-login-ssh"
 LBC = "service.beta.kubernetes.io/aws-load-balancer-"
@@ -31,11 +32,19 @@ PermitRootLogin prohibit-password
 """
 
 
+def sshd_config(spec: ClusterSpec) -> str:
+    """Our sshd lines, before the user's (sshd keeps a keyword's first value): key-only, and with a
+    directory its users' keys from sssd, root only when kept for break-glass."""
+    if spec.directory is None:
+        return SSHD_CONFIG
+    return SSHD_CONFIG.replace("PermitRootLogin prohibit-password\n", "") + directory_sshd_config(spec.directory)
+
+
 def loginset_spec(spec: ClusterSpec, template: dict[str, Any], mounts: list[dict[str, Any]],
                   sssd_ref: dict[str, str]) -> dict[str, Any]:
     login = spec.login
-    sshd = SSHD_CONFIG + (login.extra_sshd_config if login.extra_sshd_config.endswith("\n") or not login.extra_sshd_config
-                          else login.extra_sshd_config + "\n")
+    sshd = sshd_config(spec) + (login.extra_sshd_config if login.extra_sshd_config.endswith("\n") or not login.extra_sshd_config
+                                else login.extra_sshd_config + "\n")
     container: dict[str, Any] = {"image": spec.images.for_component("login")}
     if mounts:
         container["volumeMounts"] = mounts

@@ -27,7 +27,8 @@ from constructs import Construct
 
 from ..apps import waves
 from ..spec import ClusterSpec
-from ..spec.model import SecretKeyRef
+from ..spec.model import Directory, SecretKeyRef
+from .directory import BIND_PASSWORD_KEY, remote_ref, sssd_conf_template
 from ._objects import emit, wave
 from .unit import SyncSettings, UnitChart
 
@@ -102,14 +103,16 @@ class SecretsChart(UnitChart):
     def __init__(self, scope: Construct, spec: ClusterSpec) -> None:
         super().__init__(scope, spec, SyncSettings(wave=waves.SECRETS, namespace=spec.namespace, create_namespace=True))
         from_aws = spec.secrets.aws_prefix is not None
-        if from_aws:
+        if from_aws or spec.directory is not None:  # the directory's bind password is in Secrets Manager
             self._store()
         for ref, size in generated_secrets(spec):
             if from_aws:
                 self._external(ref)
             else:
                 self._generated(ref, *size)
-        if spec.login.enabled:
+        if spec.directory is not None:
+            self._directory_sssd_conf(spec.directory)
+        elif spec.login.enabled:
             self._sssd_conf()
 
     def _annotations(self, wave_no: int) -> dict[str, str]:
@@ -118,7 +121,7 @@ class SecretsChart(UnitChart):
     def _store(self) -> None:
         emit(self, api_version=ESO, kind="SecretStore", name=STORE, namespace=self.spec.namespace,
              annotations=self._annotations(0), body={"spec": {"provider": {"aws": {
-                 "service": "SecretsManager", "region": self.spec.secrets.aws_region}}}})
+                 "service": "SecretsManager", "region": self.spec.secrets.aws_region or self.spec.aws.region}}}})
 
     def _password(self, name: str, key: str, length: int, digits: int) -> None:
         emit(self, api_version=GENERATORS, kind="Password", name=name, namespace=self.spec.namespace,
@@ -168,3 +171,19 @@ class SecretsChart(UnitChart):
                      "engineVersion": "v2", "mergePolicy": "Replace", "type": "Opaque",
                      "data": {"sssd.conf": self.spec.login.sssd_conf or DEFAULT_SSSD_CONF}}},
                  "dataFrom": self._generator_ref(seed)}})
+
+    def _directory_sssd_conf(self, d: Directory) -> None:
+        """sssd.conf for the site's directory: the template is in git, the bind password only in the cluster.
+
+        External Secrets reads the password from Secrets Manager and renders the template into the
+        Secret the LoginSet and the NodeSets name (charts/directory.py). `Owner`: the Secret goes with
+        its ExternalSecret; the hourly refresh follows a rotated password, which rolls the pods.
+        """
+        emit(self, api_version=ESO, kind="ExternalSecret", name=SSSD_SECRET, namespace=self.spec.namespace,
+             annotations=self._annotations(1), body={"spec": {
+                 "refreshInterval": "1h",
+                 "secretStoreRef": {"kind": "SecretStore", "name": STORE},
+                 "target": {"name": SSSD_SECRET, "creationPolicy": "Owner", "template": {
+                     "engineVersion": "v2", "mergePolicy": "Replace", "type": "Opaque",
+                     "data": {"sssd.conf": sssd_conf_template(d)}}},
+                 "data": [{"secretKey": BIND_PASSWORD_KEY, "remoteRef": remote_ref(d)}]}})

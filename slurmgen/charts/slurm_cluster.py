@@ -25,6 +25,8 @@ from .accounting import accounting_spec
 from .autoscaling import API as KEDA_API
 from .autoscaling import ignore_replicas, scaled_object_spec
 from .policy import emit_policy
+from .directory import COMMON_SESSION, COMMON_SESSION_PAM, PAM_CONFIGMAP, ca_volumes, login_volumes
+from .directory import worker_sshd_config
 from .login import loginset_spec, ssh_service
 from .secrets import sssd_secret
 from .storage import pod_volumes
@@ -135,6 +137,10 @@ class SlurmClusterChart(UnitChart):
         for name, data in self._config_file_data().items():
             emit(self, api_version="v1", kind="ConfigMap", name=name, namespace=self.spec.namespace,
                  annotations=wave(WAVE_CONFIG), body={"data": data})
+        d = self.spec.directory
+        if d is not None and d.create_homes and self.spec.login.enabled:
+            emit(self, api_version="v1", kind="ConfigMap", name=PAM_CONFIGMAP, namespace=self.spec.namespace,
+                 annotations=wave(WAVE_CONFIG), body={"data": {COMMON_SESSION: COMMON_SESSION_PAM}})
 
     def _controller(self) -> None:
         spec = self.spec
@@ -197,6 +203,8 @@ class SlurmClusterChart(UnitChart):
 
     def _loginset(self) -> None:
         volumes, mounts = pod_volumes(self.spec, gpu=False)
+        extra_vols, extra_mounts = login_volumes(self.spec)
+        volumes, mounts = volumes + extra_vols, mounts + extra_mounts
         body = loginset_spec(self.spec, self._core_template("login", volumes), mounts, sssd_secret(self.spec).as_ref())
         self._cr("LoginSet", naming.LOGIN, WAVE_WORKERS, body)
         if self.spec.login.service.enabled:
@@ -205,6 +213,8 @@ class SlurmClusterChart(UnitChart):
     def _nodeset(self, plan: NodeSetPlan) -> None:
         ns = plan.nodeset
         volumes, mounts = pod_volumes(self.spec, gpu=plan.instance.is_nvidia, memory_mi=plan.shape.memory_mi)
+        ca_vols, ca_mounts = ca_volumes(self.spec)
+        volumes, mounts = volumes + ca_vols, mounts + ca_mounts
         slurmd: dict[str, Any] = {
             "image": ns.image,
             "resources": {"requests": plan.shape.requests(), "limits": plan.shape.limits()},
@@ -232,6 +242,12 @@ class SlurmClusterChart(UnitChart):
                 "spec": pod,
             },
         }
+        if self.spec.directory is not None:
+            # The operator mounts sssd.conf into slurmd only with ssh enabled (workerbuilder/worker_app.go
+            # nodesetVolumes, v1.2.1); the image's sssd then resolves the job's user, groups and file
+            # owners, and sshd (pam_slurm_adopt) admits a user with a job on the node.
+            body["ssh"] = {"enabled": True, "sssdConfRef": sssd_secret(self.spec).as_ref(),
+                           "extraSshdConfig": worker_sshd_config(self.spec.directory)}
         if ns.scaling_mode == "DaemonSet":
             body["scalingMode"] = "DaemonSet"  # one slurmd per matching node; replicas do not apply
         else:

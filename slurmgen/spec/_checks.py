@@ -443,6 +443,92 @@ def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
                     yield f"policy.users[{index}].{key}", f"no account named {name!r} in policy.accounts"
 
 
+# sssd.conf keys the generator writes itself (slurmgen/charts/directory.py); extraSssdConf must not
+# set them, and never a password (the bind password is only a Secrets Manager reference).
+DIRECTORY_OWNED_KEYS = frozenset({
+    "id_provider", "auth_provider", "access_provider", "chpass_provider", "ldap_schema", "ldap_uri",
+    "ldap_search_base", "ldap_user_search_base", "ldap_group_search_base", "ldap_default_bind_dn",
+    "ldap_default_authtok", "ldap_default_authtok_type", "ldap_id_use_start_tls", "ldap_tls_reqcert",
+    "ldap_tls_cacert", "ldap_id_mapping", "ldap_user_ssh_public_key", "ldap_access_filter",
+    "simple_allow_groups", "override_homedir", "use_fully_qualified_names", "case_sensitive",
+})
+
+# Names sssd.conf filters out of the directory (charts/directory.py, [nss] filter_users): a policy user
+# of that name would be the local account, never the directory's.
+FILTERED_USERS = ("root", "slurm", "nobody")
+
+
+def directory_settings(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Encrypted transport unless explicitly opted out, a CA whenever the certificate is verified,
+    who may log in, and no extra sssd setting that overrides ours or carries a password."""
+    directory = spec.get("directory")
+    if directory is None:
+        return
+    tls = directory["tls"]
+    scheme = {"ldaps": "ldaps://", "starttls": "ldap://", "none": "ldap://"}[tls["mode"]]
+    for index, uri in enumerate(directory["uris"]):
+        if not uri.startswith(scheme):
+            fix = ("use ldaps://, or ldap:// with tls.mode: starttls" if tls["mode"] == "ldaps"
+                   else f"tls.mode {tls['mode']} speaks {scheme}; use that scheme or change tls.mode")
+            yield f"directory.uris[{index}]", f"{uri} does not match tls.mode {tls['mode']}; {fix}"
+    if tls["mode"] != "none" and tls["verify"] and "ca" not in tls:
+        yield ("directory.tls.ca", "verifying the directory's certificate needs its CA: name a ConfigMap or Secret "
+               "holding the PEM bundle (tls.ca.configMap or tls.ca.secret), or set tls.verify: false")
+    if tls["mode"] == "none" and ("ca" in tls or not tls["verify"]):
+        yield "directory.tls", "tls.mode none uses no TLS: remove tls.ca and tls.verify"
+    access = directory["access"]
+    if "filter" in access and access["allowedGroups"]:
+        yield "directory.access", "set either filter or allowedGroups, not both (sssd uses one access provider)"
+    if "filter" not in access and not access["allowedGroups"]:
+        yield ("directory.access", "say who may log in: an LDAP filter (access.filter) or directory groups "
+               "(access.allowedGroups); otherwise every account of the directory could")
+    for key in sorted(directory["extraSssdConf"]):
+        if "authtok" in key or "password" in key:
+            yield f"directory.extraSssdConf.{key}", "no passwords here: the bind password is only a reference (directory.bindPassword)"
+        elif key in DIRECTORY_OWNED_KEYS:
+            yield f"directory.extraSssdConf.{key}", "set by slurmgen from the directory section; change that field instead"
+
+
+def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Homes on the shared file system, sssd.conf rendered by External Secrets, root login off unless kept."""
+    directory = spec.get("directory")
+    if directory is None:
+        return
+    fsx = spec["storage"]["fsx"]
+    homes = directory["homes"].get("path")
+    if not fsx["enabled"]:
+        yield ("directory.homes", "homes must be on the shared file system so slurmd pods see them; "
+               "enable storage.fsx")
+    elif homes is not None and not homes.startswith(fsx["mountPath"].rstrip("/") + "/"):
+        yield ("directory.homes.path", f"{homes} is not under the FSx mount {fsx['mountPath']}; "
+               "slurmd pods would not see the homes")
+    if spec["secrets"]["mode"] != "external-secrets":
+        yield ("directory", "sssd.conf with the bind password is rendered by External Secrets; "
+               "set secrets.mode: external-secrets")
+    if "sssdConf" in spec["login"]:
+        yield "login.sssdConf", "the directory section writes sssd.conf; remove login.sssdConf"
+    store_region = spec["secrets"].get("awsSecretsManager", {}).get("region") or spec["aws"]["region"]
+    arn = re.match(r"arn:aws[a-z-]*:secretsmanager:([a-z0-9-]+):", directory["bindPassword"]["secretsManager"]["name"])
+    if arn and arn.group(1) != store_region:
+        yield ("directory.bindPassword.secretsManager.name",
+               f"the secret is in {arn.group(1)}, but the SecretStore reads {store_region} "
+               "(secrets.awsSecretsManager.region, else aws.region); copy the secret there or set that region")
+    if not directory["ssh"]["rootLogin"] and spec["login"]["sshAuthorizedKeys"]:
+        yield ("login.sshAuthorizedKeys", "root login is off with a directory; remove the keys, "
+               "or keep root for break-glass with directory.ssh.rootLogin: true")
+
+
+def directory_user_names(spec: dict[str, Any]) -> Iterator[Finding]:
+    """policy.users must be names the directory hands out (the schema already requires POSIX login
+    names, lowercase as sssd reports AD names with case_sensitive = false)."""
+    if spec.get("directory") is None or spec.get("policy") is None:
+        return
+    for index, user in enumerate(spec["policy"]["users"]):
+        if user["name"] in FILTERED_USERS:
+            yield (f"policy.users[{index}].name",
+                   f"{user['name']!r} is a local account sssd never looks up in the directory; use the researcher's directory name")
+
+
 RULES: tuple[Rule, ...] = (
     unique_names,
     partition_references,
@@ -463,6 +549,9 @@ RULES: tuple[Rule, ...] = (
     policy_references,
     placement_group_zone,
     topology_rules,
+    directory_settings,
+    directory_placement,
+    directory_user_names,
 )
 
 
@@ -491,6 +580,9 @@ READS: dict[Rule, tuple[str, ...]] = {
     policy_references: ("policy", "partitions", "accounting", "scheduling"),
     placement_group_zone: ("nodesets", "storage", "compute"),
     topology_rules: ("topology", "nodesets", "partitions"),
+    directory_settings: ("directory",),
+    directory_placement: ("directory", "storage", "secrets", "login", "aws"),
+    directory_user_names: ("directory", "policy"),
 }
 
 EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule can trust any section

@@ -15,7 +15,7 @@ from . import _topology as _topology_rules
 from ._yaml import YamlSyntaxError, load_yaml
 from .errors import Problem, SpecError, name_keyed
 from .model import (
-    Accounting, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, FairShare, Fsx, GitOpsSettings, Images,
+    Accounting, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, Directory, FairShare, Fsx, GitOpsSettings, Images,
     Autoscale, BlockTopology, KubePrometheusStack, Login, Policy, PolicyAccount, PolicyUser, Qos, LoginService, MariaDbSettings, Metrics, NodeSetSpec, Partition, Persistence, Placement,
     Scheduling, SecretKeyRef, Secrets, ServiceMonitor, Storage, Toleration, TopologySpec, Versions, pairs,
 )
@@ -228,6 +228,26 @@ def _login(raw: dict[str, Any]) -> Login:
     )
 
 
+def _directory(d: dict[str, Any]) -> Directory | None:
+    raw = d.get("directory")
+    if raw is None:
+        return None
+    ca = raw["tls"].get("ca", {})
+    ca_kind = next(iter(ca), None)
+    sm = raw["bindPassword"]["secretsManager"]
+    homes = raw["homes"].get("path") or d["storage"]["fsx"]["mountPath"].rstrip("/") + "/home"
+    return Directory(
+        kind=raw["kind"], uris=tuple(raw["uris"]), search_base=raw["searchBase"],
+        user_search_base=raw.get("userSearchBase"), group_search_base=raw.get("groupSearchBase"),
+        bind_dn=raw["bindDn"], bind_password_name=sm["name"], bind_password_property=sm.get("property"),
+        tls_mode=raw["tls"]["mode"], tls_verify=raw["tls"]["verify"],
+        ca_kind=ca_kind, ca_ref=_ref(ca[ca_kind]) if ca_kind else None,
+        access_filter=raw["access"].get("filter"), allowed_groups=tuple(raw["access"]["allowedGroups"]),
+        homes_path=homes, create_homes=raw["homes"]["createOnLogin"], public_key_attribute=raw["ssh"]["publicKeyAttribute"], root_login=raw["ssh"]["rootLogin"],
+        extra_sssd_conf=tuple((k, v) for k, v in raw["extraSssdConf"].items()),
+    )
+
+
 def _database(db: dict[str, Any]) -> Database:
     ic = db["inCluster"]
     managed = db["mode"] == "in-cluster"
@@ -351,6 +371,7 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
         secrets=_secrets(d),
         storage=_storage(d["storage"]),
         policy=_policy(d.get("policy")),
+        directory=_directory(d),
         prometheus_address=_prometheus_address(d),
         kube_prometheus_stack=KubePrometheusStack(**{
             "enabled": d["monitoring"]["kubePrometheusStack"]["enabled"],

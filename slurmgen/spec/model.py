@@ -270,6 +270,34 @@ class Login:
 
 
 @dataclass(frozen=True)
+class Directory:
+    """The site's LDAP or Active Directory (through LDAP) that sssd reads on login and slurmd pods.
+
+    Only a reference to the bind password is kept: the value reaches sssd.conf in the cluster.
+    """
+
+    kind: str  # ldap | ad
+    uris: tuple[str, ...]
+    search_base: str
+    user_search_base: str | None
+    group_search_base: str | None
+    bind_dn: str
+    bind_password_name: str  # Secrets Manager secret name or ARN
+    bind_password_property: str | None
+    tls_mode: str  # ldaps | starttls | none
+    tls_verify: bool
+    ca_kind: str | None  # configMap | secret
+    ca_ref: SecretKeyRef | None
+    access_filter: str | None
+    allowed_groups: tuple[str, ...]
+    homes_path: str
+    create_homes: bool
+    public_key_attribute: str
+    root_login: bool
+    extra_sssd_conf: Pairs
+
+
+@dataclass(frozen=True)
 class Fsx:
     """FSx for Lustre: a dynamic StorageClass or a static PV, and an RWX claim either way."""
 
@@ -443,6 +471,7 @@ class ClusterSpec:
     kube_prometheus_stack: KubePrometheusStack
     policy: Policy | None = None
     topology: TopologySpec | None = None
+    directory: Directory | None = None  # absent: only root logs in
     prometheus_address: str | None = None  # where KEDA reads Slurm metrics
 
     def nodeset(self, name: str) -> NodeSetSpec:

@@ -1,0 +1,176 @@
+"""Researchers as themselves: sssd.conf for the site's directory, and where it reaches the pods.
+
+What the consumers do with it (read at the pinned tags):
+
+- slurm-operator v1.2.1 mounts the Secret in `sssdConfRef` at /etc/sssd/sssd.conf (mode 0600) in the
+  login container (internal/builder/loginbuilder/login_app.go, loginVolumes / loginContainer) and,
+  only for a NodeSet with `ssh.enabled`, in the slurmd container
+  (internal/builder/workerbuilder/worker_app.go, nodesetVolumes / slurmdContainer). Both pod templates
+  carry a hash of the sssd.conf value (getLoginHashes / getWorkerHashes): a changed sssd.conf rolls them.
+- The login and slurmd images (SlinkyProject/containers schedmd/slurm/26.05, ubuntu24.04 and
+  ubuntu26.04 Dockerfiles) install sssd, sssd-ldap, sssd-ad, libnss-sss and libpam-sss, run
+  `authselect select sssd with-mkhomedir`, and start `sssd -i` under supervisord
+  (files/etc/supervisor/conf.d/sssd.conf); the slurmd image also has libnss-slurm and pam_slurm_adopt.
+  So name resolution, PAM and pam_mkhomedir come from the images; we only give them the file.
+- Homes: the images' `authselect ... with-mkhomedir` writes authselect's own PAM files, which Ubuntu's
+  sshd does not include (/etc/pam.d/sshd includes common-*). So the login pods get common-session as
+  Ubuntu's pam-auth-update writes it with the unix, sss and mkhomedir profiles, the last with
+  umask=0077. mkhomedir_helper creates the missing parents (0755) and the home (0700, the user's
+  uid/gid from sssd) as root, on FSx, before sshd changes into it (linux-pam v1.5.3
+  modules/pam_mkhomedir/mkhomedir_helper.c, make_parent_dirs; Ubuntu 24.04 ships 1.5.3).
+- slurmctld needs no directory: the operator writes `AuthInfo=use_client_ids` (internal/builder/common/
+  const.go), so auth/slurm trusts the client's identity (slurm.conf(5), AuthInfo).
+
+The bind password is never in git: the ExternalSecret template holds `{{ .bindPassword }}` and External
+Secrets fills it in the cluster from AWS Secrets Manager.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec import ClusterSpec
+from ..spec.model import Directory
+
+BIND_PASSWORD_KEY = "bindPassword"  # the ExternalSecret's data key the template reads
+CA_VOLUME = "directory-ca"
+CA_DIR = "/etc/slurmgen/directory-ca"
+CA_FILE = "ca.pem"
+DOMAIN = "default"
+PAM_CONFIGMAP = "slurm-login-pam"
+PAM_VOLUME = "pam-session"
+COMMON_SESSION = "common-session"
+
+# /etc/pam.d/common-session as pam-auth-update writes it (profiles unix, sss, mkhomedir), with the
+# home mode made private. pam_systemd is left out: no logind in a container.
+COMMON_SESSION_PAM = """\
+session [default=1] pam_permit.so
+session requisite pam_deny.so
+session required pam_permit.so
+session optional pam_umask.so
+session required pam_unix.so
+session optional pam_sss.so
+session optional pam_mkhomedir.so umask=0077
+"""
+# /usr/bin/sss_ssh_authorizedkeys is in Debian/Ubuntu's sssd-common, a dependency of the images' sssd.
+AUTHORIZED_KEYS_COMMAND = "/usr/bin/sss_ssh_authorizedkeys"
+
+# Fails the ExternalSecret (its status shows why) instead of writing a value sssd.conf cannot hold:
+# a line break would start a new setting, leading or trailing blanks are stripped by sssd's parser.
+_PASSWORD_GUARD = (
+    f'{{{{- if regexMatch `^\\s|\\s$|[\\r\\n]` .{BIND_PASSWORD_KEY} }}}}'
+    '{{ fail "the directory bind password has a line break or leading/trailing blanks: sssd.conf cannot hold it" }}'
+    '{{ end -}}\n'
+)
+
+
+def _domain_lines(d: Directory) -> list[tuple[str, str]]:
+    """[domain/default] settings, in a fixed order (same spec, same bytes)."""
+    ad = d.kind == "ad"
+    lines: list[tuple[str, str]] = [
+        ("id_provider", "ldap"),
+        ("auth_provider", "ldap"),
+        ("chpass_provider", "none"),
+        ("ldap_schema", "ad" if ad else "rfc2307bis"),
+        ("ldap_uri", ", ".join(d.uris)),
+        ("ldap_search_base", d.search_base),
+    ]
+    if d.user_search_base:
+        lines.append(("ldap_user_search_base", d.user_search_base))
+    if d.group_search_base:
+        lines.append(("ldap_group_search_base", d.group_search_base))
+    lines += [
+        ("ldap_default_bind_dn", d.bind_dn),
+        ("ldap_default_authtok_type", "password"),
+        ("ldap_default_authtok", f"{{{{ .{BIND_PASSWORD_KEY} }}}}"),
+        ("ldap_id_use_start_tls", "true" if d.tls_mode == "starttls" else "false"),
+    ]
+    if d.tls_mode != "none":
+        lines.append(("ldap_tls_reqcert", "demand" if d.tls_verify else "never"))
+        if d.ca_ref is not None:
+            lines.append(("ldap_tls_cacert", f"{CA_DIR}/{CA_FILE}"))
+    else:
+        # sssd refuses to authenticate over a clear channel unless told (sssd-ldap(5)).
+        lines.append(("ldap_auth_disable_tls_never_use_in_production", "true"))
+    # AD: UIDs/GIDs mapped from SIDs (no POSIX attributes needed), referrals off (slow, and the
+    # read-only user cannot follow them), names folded to lowercase, as ParallelCluster does.
+    lines += [
+        ("ldap_id_mapping", "true" if ad else "false"),
+        ("ldap_referrals", "false"),
+        ("case_sensitive", "false" if ad else "true"),
+        ("use_fully_qualified_names", "false"),
+        ("ldap_user_ssh_public_key", d.public_key_attribute),
+    ]
+    if d.access_filter:
+        lines += [("access_provider", "ldap"), ("ldap_access_filter", d.access_filter)]
+    else:
+        lines += [("access_provider", "simple"), ("simple_allow_groups", ", ".join(d.allowed_groups))]
+    lines += [
+        ("override_homedir", f"{d.homes_path}/%u"),  # on FSx: the same home on login and slurmd pods
+        ("default_shell", "/bin/bash"),
+        ("cache_credentials", "true"),
+        ("enumerate", "false"),
+    ]
+    return lines + list(d.extra_sssd_conf)
+
+
+def sssd_conf_template(d: Directory) -> str:
+    """sssd.conf as an External Secrets v2 template: everything but the bind password, which ESO fills."""
+    sections = [
+        ("sssd", [("config_file_version", "2"), ("services", "nss, pam, ssh"), ("domains", DOMAIN)]),
+        ("nss", [("filter_users", "root, slurm, nobody"), ("filter_groups", "root, slurm, nogroup")]),
+        ("pam", []),
+        ("ssh", []),
+        (f"domain/{DOMAIN}", _domain_lines(d)),
+    ]
+    body = "\n".join(f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in lines) for name, lines in sections)
+    return _PASSWORD_GUARD + body
+
+
+def sshd_config(d: Directory) -> str:
+    """sshd lines for login and slurmd pods: keys from the directory; root only when kept for break-glass.
+
+    sshd keeps the first value of a keyword, and the operator puts extraSshdConfig after its own
+    few lines (loginbuilder/login_config.go buildSshdConfig), none of which set these.
+    """
+    return (f"AuthorizedKeysCommand {AUTHORIZED_KEYS_COMMAND}\n"
+            "AuthorizedKeysCommandUser nobody\n"
+            f"PermitRootLogin {'prohibit-password' if d.root_login else 'no'}\n")
+
+
+def worker_sshd_config(d: Directory) -> str:
+    """sshd lines for slurmd pods (the operator's own config there also allows passwords): key-only."""
+    return "PasswordAuthentication no\nKbdInteractiveAuthentication no\n" + sshd_config(d)
+
+
+def ca_volumes(spec: ClusterSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The CA bundle as a read-only volume and its mount, for the login and slurmd pods; none without a CA."""
+    d = spec.directory
+    if d is None or d.ca_ref is None:
+        return [], []
+    items = [{"key": d.ca_ref.key, "path": CA_FILE}]
+    source: dict[str, Any] = (
+        {"configMap": {"name": d.ca_ref.name, "items": items, "defaultMode": 0o444}} if d.ca_kind == "configMap"
+        else {"secret": {"secretName": d.ca_ref.name, "items": items, "defaultMode": 0o444}})
+    return [{"name": CA_VOLUME, **source}], [{"name": CA_VOLUME, "mountPath": CA_DIR, "readOnly": True}]
+
+
+def remote_ref(d: Directory) -> dict[str, str]:
+    """The bind password's Secrets Manager reference, as the ExternalSecret reads it."""
+    ref = {"key": d.bind_password_name, "conversionStrategy": "Default", "decodingStrategy": "None",
+           "metadataPolicy": "None", "nullBytePolicy": "Ignore"}
+    if d.bind_password_property:
+        ref["property"] = d.bind_password_property
+    return ref
+
+
+def login_volumes(spec: ClusterSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The login pods' extra volumes: the CA, and the PAM session file that creates homes."""
+    volumes, mounts = ca_volumes(spec)
+    d = spec.directory
+    if d is not None and d.create_homes:
+        volumes.append({"name": PAM_VOLUME, "configMap": {
+            "name": PAM_CONFIGMAP, "items": [{"key": COMMON_SESSION, "path": COMMON_SESSION}], "defaultMode": 0o444}})
+        mounts.append({"name": PAM_VOLUME, "mountPath": f"/etc/pam.d/{COMMON_SESSION}", "subPath": COMMON_SESSION,
+                       "readOnly": True})
+    return volumes, mounts

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any, Callable, Iterator, NamedTuple
 
 from ..quantity import memory_mib
+from .arn import role_problems
 
 Finding = tuple[str, str]
 Rule = Callable[[dict[str, Any]], Iterator[Finding]]
@@ -180,6 +181,10 @@ def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
                f"{throughput} MB/s/TiB is not offered for {deployment}; use one of {', '.join(map(str, allowed))}")
     elif throughput is None and allowed is not None and "dynamic" in fsx and mode == "dynamic":
         yield "storage.fsx.dynamic.perUnitStorageThroughput", f"required for {deployment}: one of {', '.join(map(str, allowed))}"
+    backups = fsx.get("dynamic", {}).get("automaticBackupRetentionDays", 0)
+    if backups and deployment.startswith("SCRATCH") and mode == "dynamic":
+        yield ("storage.fsx.dynamic.automaticBackupRetentionDays",
+               f"{deployment} file systems have no automatic backups; use a PERSISTENT type or remove it")
     zone = fsx.get("zone")
     region = spec["aws"]["region"]
     for index, ns in enumerate(spec["nodesets"]):
@@ -341,6 +346,52 @@ def autoscaling(spec: dict[str, Any]) -> Iterator[Finding]:
                           "or enable monitoring.kubePrometheusStack")
         if not spec["metrics"]["enabled"]:
             yield where, "autoscaling reads slurmctld's metrics; set metrics.enabled: true"
+    explicit = spec["autoscaling"].get("prometheusAddress", "")
+    if _AMP_HOST.match(explicit) and any("autoscale" in ns for ns in spec["nodesets"]):
+        yield ("autoscaling.prometheusAddress",
+               "Amazon Managed Prometheus needs SigV4-signed queries (a KEDA TriggerAuthentication with an AWS "
+               "identity), which slurmgen does not render; point KEDA at an in-cluster Prometheus or a SigV4 proxy")
+
+
+def _role_use(spec: dict[str, Any]) -> dict[str, tuple[bool, str | None]]:
+    """Per aws.identity.roles key: (required, why it is unused or None when it is used)."""
+    fsx = spec["storage"]["fsx"]
+    secrets = spec["secrets"]
+    fsx_dynamic_helm = fsx["enabled"] and fsx["mode"] == "dynamic" and fsx["csiDriver"] == "helm"
+    from_aws = secrets["mode"] == "external-secrets" and "awsSecretsManager" in secrets
+    return {
+        "fsxCsiController": (fsx_dynamic_helm, None if fsx["enabled"] else "no FSx CSI driver without storage.fsx.enabled"),
+        "externalSecrets": (from_aws, None if from_aws else "External Secrets calls AWS only with secrets.awsSecretsManager"),
+    }
+
+
+_WHY_REQUIRED = {
+    "fsxCsiController": "dynamic FSx provisioning: the CSI controller creates the file system "
+                        "(fsx:CreateFileSystem, fsx:DescribeFileSystems, fsx:TagResource)",
+    "externalSecrets": "External Secrets reads secrets.awsSecretsManager (secretsmanager:GetSecretValue)",
+}
+
+
+def identity_roles(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Every controller that calls AWS has a valid role of the cluster's partition (and account); no role is unused."""
+    aws = spec["aws"]
+    roles = aws["identity"]["roles"]
+    for key, (required, unused) in _role_use(spec).items():
+        where = f"aws.identity.roles.{key}"
+        arn = roles.get(key)
+        if arn is None:
+            if required:
+                yield where, f"required for {_WHY_REQUIRED[key]}; give the IAM role ARN (README: AWS identity)"
+            continue
+        if unused:
+            yield where, f"not used: {unused}; remove it"
+            continue
+        for problem in role_problems(arn, aws["region"], aws.get("accountId")):
+            yield where, problem
+
+
+# Amazon Managed Prometheus query endpoints need SigV4-signed requests.
+_AMP_HOST = re.compile(r"^https?://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?(?:[:/]|$)")
 
 
 def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -433,6 +484,7 @@ RULES: tuple[Rule, ...] = (
     database_mode,
     secrets_mode,
     autoscaling,
+    identity_roles,
     policy_references,
 )
 
@@ -459,6 +511,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     database_mode: ("accounting",),
     secrets_mode: ("secrets", "accounting", "login"),
     autoscaling: ("autoscaling", "monitoring", "nodesets", "metrics"),
+    identity_roles: ("aws", "storage", "secrets"),
     policy_references: ("policy", "partitions", "accounting", "scheduling"),
 }
 

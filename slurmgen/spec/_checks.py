@@ -366,7 +366,7 @@ def _role_use(spec: dict[str, Any]) -> dict[str, tuple[bool, str | None]]:
 
 
 _WHY_REQUIRED = {
-    "fsxCsiController": "dynamic FSx provisioning: the CSI controller creates the file system "
+    "fsxCsiController": "with dynamic FSx, the CSI controller creates the file system "
                         "(fsx:CreateFileSystem, fsx:DescribeFileSystems, fsx:TagResource)",
     "externalSecrets": "External Secrets reads secrets.awsSecretsManager (secretsmanager:GetSecretValue)",
 }
@@ -381,7 +381,7 @@ def identity_roles(spec: dict[str, Any]) -> Iterator[Finding]:
         arn = roles.get(key)
         if arn is None:
             if required:
-                yield where, f"required for {_WHY_REQUIRED[key]}; give the IAM role ARN (README: AWS identity)"
+                yield where, f"required: {_WHY_REQUIRED[key]}; give its IAM role ARN (README: AWS identity)"
             continue
         if unused:
             yield where, f"not used: {unused}; remove it"

@@ -19,7 +19,7 @@ from slurmgen.cli import main
 from slurmgen.identity import ESO_CONTROLLER_SA, FSX_CONTROLLER_SA, ROLE_ANNOTATION, SECRETS_READER_SA, grants
 from slurmgen.spec import parse_text
 from slurmgen.spec.arn import partition, role_problems
-from tests.conftest import CHARTS, EXAMPLES, MINIMAL_SPEC
+from tests.conftest import CHARTS, EXAMPLES, MINIMAL_SPEC, SHARED, need_shared
 from tests.scheduling import helm_values
 
 FSX_ROLE = "arn:aws:iam::111122223333:role/fsx-controller"
@@ -108,6 +108,21 @@ def test_the_service_account_names_we_pin_are_the_charts_own_defaults():
     assert fsx["controller"]["serviceAccount"]["name"] == FSX_CONTROLLER_SA
     eso = helm_values(CHARTS, cluster.files["apps/application-t-external-secrets.yaml"]["spec"]["source"])
     assert eso["serviceAccount"]["create"] is True and eso["rbac"]["serviceAccountTokenCreate"] is True  # jwt auth
+
+
+def test_deep_the_charts_templates_read_the_service_account_values_we_set():
+    # GIVEN the pinned chart sources beside the checkout (research material; skipped without it)
+    fsx = need_shared(SHARED / "chart-sources" / "aws-fsx-csi-driver" / "templates")
+    eso = need_shared(SHARED / "chart-sources" / "external-secrets" / "templates")
+    # THEN the FSx controller's service account takes its name and annotations from controller.serviceAccount
+    sa = (fsx / "controller-serviceaccount.yaml").read_text()
+    assert "name: {{ .Values.controller.serviceAccount.name }}" in sa
+    assert "{{- with .Values.controller.serviceAccount.annotations }}" in sa
+    assert "serviceAccountName: {{ .Values.controller.serviceAccount.name }}" in (fsx / "controller-deployment.yaml").read_text()
+    # AND External Secrets' service account is serviceAccount.name, and it may request tokens (auth.jwt)
+    helpers = (eso / "_helpers.tpl").read_text()
+    assert "{{- default (include \"external-secrets.fullname\" .) .Values.serviceAccount.name }}" in helpers
+    assert '"serviceaccounts/token"' in (eso / "rbac.yaml").read_text()
 
 
 def test_eks_addon_driver_gets_its_role_on_the_add_on_not_in_the_tree():

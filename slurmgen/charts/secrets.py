@@ -126,11 +126,14 @@ class SecretsChart(UnitChart):
             self._sssd_conf()
 
     def _target_metadata(self, *, backup: bool) -> dict[str, Any]:
-        """The Secret's own labels and annotations: nothing copied from the ExternalSecret (see module doc)."""
+        """The Secret's own labels, no annotations: nothing copied from the ExternalSecret (see module doc).
+
+        No empty `annotations: {}` either: an empty map the API server might drop would be a perpetual diff.
+        """
         labels = {"app.kubernetes.io/part-of": "slurmgen", "slurmgen.dev/cluster": self.spec.name}
         if backup:
             labels[BACKUP_LABEL] = "required"
-        return {"labels": labels, "annotations": {}}
+        return {"labels": labels}
 
     def _annotations(self, wave_no: int) -> dict[str, str]:
         return wave(wave_no, **{"argocd.argoproj.io/sync-options": SKIP_DRY_RUN})

@@ -14,10 +14,14 @@ What calls AWS, read in the code each chart runs (not assumed):
 - External Secrets (v2.9.0): with a Secrets Manager store, secretsmanager:GetSecretValue per
   remoteRef (providers/v1/aws/secretsmanager/secretsmanager.go; DescribeSecret only with
   metadataPolicy Fetch, which we do not use). Password generators call nothing.
+- KEDA (v2.20.2) only with an Amazon Managed Prometheus address: the prometheus scaler signs its
+  queries (SigV4, service `aps`) with the credentials of the TriggerAuthentication's `podIdentity:
+  {provider: aws}`, which without a roleArn are the operator's own (pkg/scalers/prometheus_scaler.go,
+  pkg/scalers/aws/aws_sigv4.go, aws_authorization.go GetAwsAuthorization): aps:QueryMetrics (and the
+  read calls of the query API) on the workspace. With an in-cluster Prometheus it calls nothing.
 - Not AWS callers: the NVIDIA, EFA and Neuron device plugins (kubelet device-plugin API only),
-  mariadb-operator, cert-manager (no Route53 issuer here), slurm-operator; KEDA reads an in-cluster
-  Prometheus over plain HTTP (Amazon Managed Prometheus is refused by the spec rules). Karpenter
-  and the EKS FSx add-on get their roles where they are installed.
+  mariadb-operator, cert-manager (no Route53 issuer here), slurm-operator. Karpenter and the EKS FSx
+  add-on get their roles where they are installed.
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .spec import ClusterSpec
-from .spec.arn import partition, role_account
+from .spec.arn import amp_workspace, partition, role_account
 
 ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"  # IRSA, read by EKS's pod identity webhook
 FSX_NAMESPACE, FSX_CONTROLLER_SA = "kube-system", "fsx-csi-controller-sa"  # chart default, set explicitly
 ESO_NAMESPACE, ESO_CONTROLLER_SA = "external-secrets", "external-secrets"
 SECRETS_READER_SA = "slurm-secrets-reader"  # irsa: the SecretStore's own identity, in the Slurm namespace
+KEDA_NAMESPACE, KEDA_OPERATOR_SA = "keda", "keda-operator"  # chart 2.20.2 default name, set explicitly
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,22 @@ def secrets_policy(spec: ClusterSpec, role_arn: str) -> dict[str, Any]:
     ]}
 
 
+def amp_policy(spec: ClusterSpec, role_arn: str) -> dict[str, Any]:
+    """The Prometheus query API of one Amazon Managed Prometheus workspace, read only."""
+    region, workspace = amp_workspace(spec.prometheus_address) or (spec.aws.region, "*")
+    account = spec.aws.account_id or role_account(role_arn) or "*"
+    return {"Version": "2012-10-17", "Statement": [
+        {"Sid": "QuerySlurmMetrics", "Effect": "Allow",
+         "Action": ["aps:QueryMetrics", "aps:GetSeries", "aps:GetLabels", "aps:GetMetricMetadata"],
+         "Resource": f"arn:{partition(region)}:aps:{region}:{account}:workspace/{workspace}"},
+    ]}
+
+
+def uses_amp(spec: ClusterSpec) -> bool:
+    """KEDA queries Amazon Managed Prometheus (so it signs with an AWS identity)."""
+    return amp_workspace(spec.prometheus_address) is not None and any(ns.autoscale for ns in spec.nodesets)
+
+
 def grants(spec: ClusterSpec) -> list[Grant]:
     """Every service account of this cluster that needs a role, in a fixed order."""
     ident = spec.aws.identity
@@ -93,6 +114,10 @@ def grants(spec: ClusterSpec) -> list[Grant]:
             grant = Grant("externalSecrets", ESO_NAMESPACE, ESO_CONTROLLER_SA, ident.external_secrets,
                           "pod-identity-association", secrets_policy(spec, ident.external_secrets))
         out.append(grant)
+    if uses_amp(spec) and ident.keda:
+        out.append(Grant("keda", KEDA_NAMESPACE, KEDA_OPERATOR_SA, ident.keda,
+                         "irsa-annotation" if ident.mode == "irsa" else "pod-identity-association",
+                         amp_policy(spec, ident.keda)))
     return out
 
 

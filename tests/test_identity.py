@@ -245,3 +245,49 @@ def test_every_external_secret_has_a_template_so_nothing_is_copied_from_it(rende
             assert labels["slurmgen.dev/backup"] == "required" and labels["slurmgen.dev/cluster"] == cluster.spec.name
             assert "annotations" not in target["template"]["metadata"]  # none of the ExternalSecret's
             assert "data" not in target["template"]  # the generator's keys pass through unchanged
+
+
+# --- KEDA and Amazon Managed Prometheus ----------------------------------------------------------
+
+AMP = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-ef45"
+KEDA_ROLE = "arn:aws:iam::111122223333:role/keda-amp"
+
+
+def autoscaled(address: str, mode: str = "irsa", role: bool = True) -> str:
+    text = MINIMAL_SPEC.replace("instanceType: g5.xlarge}", "instanceType: g5.xlarge, autoscale: {min: 0, max: 4}}")
+    if role:
+        text = text.replace("eksClusterName: eks}", f"eksClusterName: eks, identity: {{mode: {mode}, roles: {{keda: '{KEDA_ROLE}'}}}}}}")
+    return text + f"autoscaling: {{prometheusAddress: '{address}'}}\n"
+
+
+def test_amp_queries_are_signed_as_the_keda_operator():
+    # GIVEN an autoscaled nodeset reading Amazon Managed Prometheus, with an IRSA role for KEDA
+    cluster = render_text(autoscaled(AMP))
+    # THEN the trigger names the workspace's region and an aws podIdentity TriggerAuthentication (KEDA v2.20.2)
+    [trigger] = cluster.files["slurm/scaledobject-slurm-worker-gpu.yaml"]["spec"]["triggers"]
+    assert trigger["metadata"]["awsRegion"] == "us-west-2" and trigger["metadata"]["serverAddress"] == AMP
+    assert trigger["authenticationRef"] == {"name": "keda-aws-identity", "kind": "TriggerAuthentication"}
+    auth = cluster.files["slurm/triggerauthentication-keda-aws-identity.yaml"]
+    assert auth["spec"] == {"podIdentity": {"provider": "aws"}} and auth["metadata"]["namespace"] == "slurm"
+    # AND the operator's service account carries the role; the policy reads only that workspace
+    assert values(cluster, "keda")["serviceAccount"]["operator"] == {
+        "name": "keda-operator", "annotations": {ROLE_ANNOTATION: KEDA_ROLE}}
+    [grant] = grants(cluster.spec)
+    [statement] = grant.policy["Statement"]
+    assert statement["Resource"] == "arn:aws:aps:us-west-2:111122223333:workspace/ws-0123abcd-ef45"
+    assert statement["Action"] == ["aps:QueryMetrics", "aps:GetSeries", "aps:GetLabels", "aps:GetMetricMetadata"]
+
+
+def test_amp_with_pod_identity_is_an_association_on_the_keda_operator():
+    cluster = render_text(autoscaled(AMP, mode="podIdentity"))
+    assert values(cluster, "keda")["serviceAccount"]["operator"] == {"name": "keda-operator"}
+    assert [(g.namespace, g.service_account, g.how) for g in grants(cluster.spec)] == [
+        ("keda", "keda-operator", "pod-identity-association")]
+
+
+def test_an_in_cluster_prometheus_needs_no_aws_identity():
+    cluster = render_text(autoscaled("http://prometheus.monitoring:9090", role=False))
+    [trigger] = cluster.files["slurm/scaledobject-slurm-worker-gpu.yaml"]["spec"]["triggers"]
+    assert "awsRegion" not in trigger["metadata"] and "authenticationRef" not in trigger
+    assert not any(o["kind"] == "TriggerAuthentication" for o in cluster.files.values())
+    assert grants(cluster.spec) == []

@@ -263,6 +263,10 @@ def keda(spec: ClusterSpec) -> HelmRelease:
         # set on each as well, so the placement test reads it where the template does.
         values={"crds": {"install": True}, **place,
                 "operator": dict(place), "metricsServer": dict(place), "webhooks": dict(place),
+                # The operator runs the scalers: its service account holds the AWS identity for
+                # Amazon Managed Prometheus (slurmgen/identity.py), named for a Pod Identity association.
+                "serviceAccount": {"operator": _service_account(identity.KEDA_OPERATOR_SA,
+                                                                identity.irsa_role(spec, "keda"))},
                 "rbac": {"enabledCustomScaledRefKinds": True,
                          "scaledRefKinds": [{"apiGroup": "slinky.slurm.net", "kind": "nodesets"}]}},
         cluster_kinds=(CRD, *WEBHOOKS, *RBAC, ("apiregistration.k8s.io", "APIService")),

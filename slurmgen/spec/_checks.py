@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any, Callable, Iterator, NamedTuple
 
 from ..quantity import memory_mib
-from .arn import role_problems
+from .arn import AMP_HOST, AMP_URL, role_problems
 
 Finding = tuple[str, str]
 Rule = Callable[[dict[str, Any]], Iterator[Finding]]
@@ -347,10 +347,10 @@ def autoscaling(spec: dict[str, Any]) -> Iterator[Finding]:
         if not spec["metrics"]["enabled"]:
             yield where, "autoscaling reads slurmctld's metrics; set metrics.enabled: true"
     explicit = spec["autoscaling"].get("prometheusAddress", "")
-    if _AMP_HOST.match(explicit) and any("autoscale" in ns for ns in spec["nodesets"]):
+    if AMP_HOST.match(explicit) and not AMP_URL.match(explicit):
         yield ("autoscaling.prometheusAddress",
-               "Amazon Managed Prometheus needs SigV4-signed queries (a KEDA TriggerAuthentication with an AWS "
-               "identity), which slurmgen does not render; point KEDA at an in-cluster Prometheus or a SigV4 proxy")
+               "an Amazon Managed Prometheus address is https://aps-workspaces.<region>.amazonaws.com/workspaces/<ws-id> "
+               "(KEDA appends /api/v1/query)")
 
 
 def _role_use(spec: dict[str, Any]) -> dict[str, tuple[bool, str | None]]:
@@ -359,9 +359,13 @@ def _role_use(spec: dict[str, Any]) -> dict[str, tuple[bool, str | None]]:
     secrets = spec["secrets"]
     fsx_dynamic_helm = fsx["enabled"] and fsx["mode"] == "dynamic" and fsx["csiDriver"] == "helm"
     from_aws = secrets["mode"] == "external-secrets" and "awsSecretsManager" in secrets
+    amp = bool(AMP_HOST.match(spec["autoscaling"].get("prometheusAddress", "")))
+    autoscaled = any("autoscale" in ns for ns in spec["nodesets"])
     return {
         "fsxCsiController": (fsx_dynamic_helm, None if fsx["enabled"] else "no FSx CSI driver without storage.fsx.enabled"),
         "externalSecrets": (from_aws, None if from_aws else "External Secrets calls AWS only with secrets.awsSecretsManager"),
+        "keda": (amp and autoscaled, None if amp and autoscaled else
+                 "KEDA calls AWS only to query Amazon Managed Prometheus (autoscaling.prometheusAddress) for autoscaled nodesets"),
     }
 
 
@@ -369,6 +373,7 @@ _WHY_REQUIRED = {
     "fsxCsiController": "with dynamic FSx, the CSI controller creates the file system "
                         "(fsx:CreateFileSystem, fsx:DescribeFileSystems, fsx:TagResource)",
     "externalSecrets": "External Secrets reads secrets.awsSecretsManager (secretsmanager:GetSecretValue)",
+    "keda": "KEDA queries Amazon Managed Prometheus with SigV4 (aps:QueryMetrics)",
 }
 
 
@@ -388,10 +393,6 @@ def identity_roles(spec: dict[str, Any]) -> Iterator[Finding]:
             continue
         for problem in role_problems(arn, aws["region"], aws.get("accountId")):
             yield where, problem
-
-
-# Amazon Managed Prometheus query endpoints need SigV4-signed requests.
-_AMP_HOST = re.compile(r"^https?://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?(?:[:/]|$)")
 
 
 def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -511,7 +512,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     database_mode: ("accounting",),
     secrets_mode: ("secrets", "accounting", "login"),
     autoscaling: ("autoscaling", "monitoring", "nodesets", "metrics"),
-    identity_roles: ("aws", "storage", "secrets"),
+    identity_roles: ("aws", "storage", "secrets", "autoscaling", "nodesets"),
     policy_references: ("policy", "partitions", "accounting", "scheduling"),
 }
 

@@ -14,6 +14,18 @@ ROLE_ARN = re.compile(r"^arn:(?P<partition>[a-z-]+):iam::(?P<account>[0-9]{12}):
 ROLE_NAME = re.compile(r"^[A-Za-z0-9+=,.@_-]{1,64}$")
 
 
+# An Amazon Managed Prometheus workspace as KEDA's serverAddress (it appends /api/v1/query).
+AMP_HOST = re.compile(r"^https?://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?(?:[:/]|$)")
+AMP_URL = re.compile(r"^https://aps-workspaces\.(?P<region>[a-z]{2}(?:-gov)?-[a-z]+-[0-9])\.amazonaws\.com(?:\.cn)?"
+                     r"/workspaces/(?P<workspace>ws-[A-Za-z0-9-]+)$")
+
+
+def amp_workspace(address: str | None) -> tuple[str, str] | None:
+    """(region, workspace id) of an Amazon Managed Prometheus query address, else None."""
+    match = AMP_URL.match(address or "")
+    return (match["region"], match["workspace"]) if match else None
+
+
 def partition(region: str) -> str:
     """aws-cn for cn-* Regions, aws-us-gov for us-gov-*, aws otherwise."""
     if region.startswith("cn-"):

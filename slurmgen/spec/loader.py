@@ -246,7 +246,7 @@ def _backup_days(deployment_type: str, dyn: dict[str, Any]) -> int:
 def _identity(raw: dict[str, Any]) -> AwsIdentity:
     roles = raw["roles"]
     return AwsIdentity(mode=raw["mode"], fsx_csi_controller=roles.get("fsxCsiController"),
-                       external_secrets=roles.get("externalSecrets"))
+                       external_secrets=roles.get("externalSecrets"), keda=roles.get("keda"))
 
 
 def _storage(raw: dict[str, Any]) -> Storage:

@@ -66,6 +66,7 @@ class AwsIdentity:
     mode: str = "podIdentity"  # podIdentity | irsa
     fsx_csi_controller: str | None = None  # role ARNs
     external_secrets: str | None = None
+    keda: str | None = None
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,15 @@ def _parser() -> argparse.ArgumentParser:
     base.add_argument("--base-dir", type=Path, metavar="DIR", help="with --summary: compare with this folder")
     p.add_argument("--explain", metavar="FILE",
                    help="print the effective slurm.conf, cgroup.conf, gres.conf or slurmdbd.conf the operator "
-                        "will write, write nothing")
+                        "will write, or 'identity' (IAM roles, policies and Pod Identity associations, JSON); "
+                        "write nothing")
     p.add_argument("--cluster", metavar="NAME", help="with --explain: only this cluster")
     p.add_argument("--crd-dir", type=Path, metavar="DIR",
                    help="validate against the CRD YAML files in DIR instead of the vendored, pinned schemas")
     return p
+
+
+IDENTITY = "identity"  # --explain identity: not a Slurm file
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cluster and not args.explain:
         print("--cluster: only with --explain FILE", file=sys.stderr)
         return 2
-    if args.explain:
+    if args.explain and args.explain != IDENTITY:
         from .slurmconf.explain import ExplainError, check_file
         try:
             check_file(args.explain)
@@ -77,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in err.lines:
             print(line, file=sys.stderr)
         return 2
+    if args.explain == IDENTITY:
+        return _explain_identity(result, args.cluster)
     if args.explain:
         return _explain(result, args.explain, args.cluster)
     if args.summary:
@@ -118,6 +124,20 @@ def _orphan_line(out: Path, name: str) -> str:
     """The advice for a cluster folder whose spec is gone: by hand, because synth never deletes one."""
     return (f"orphaned: {out / name}: no spec renders it (no clusters/{name}.yaml); delete the folder by hand "
             "once its Argo CD root Application is gone (it may hold stateful objects; see README)")
+
+
+def _explain_identity(result: object, cluster: str | None) -> int:
+    """Print the IAM identity plan (`--explain identity`); exit 2 with one line for an unknown cluster."""
+    from .identity import explain
+
+    specs = [c.spec for c in result.clusters]  # type: ignore[attr-defined]
+    try:
+        sys.stdout.write(explain(specs, cluster))
+    except KeyError:
+        print(f"--cluster: no cluster {cluster!r} (rendered: {', '.join(sorted(s.name for s in specs))})",
+              file=sys.stderr)
+        return 2
+    return 0
 
 
 def _explain(result: object, name: str, cluster: str | None) -> int:

@@ -34,9 +34,12 @@ FSX = """storage:
     static: {fileSystemId: fs-0123456789abcdef0, dnsName: fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com, mountName: abc}
 """
 
+# External Secrets reads the bind password from Secrets Manager, so it needs its IAM role
+ROLE = 'aws: {region: us-west-2, eksClusterName: eks, identity: {roles: {externalSecrets: "arn:aws:iam::111122223333:role/secrets"}}}'
+
 LDAP = """schemaVersion: 1
 name: ldap
-aws: {region: us-west-2, eksClusterName: eks}
+""" + ROLE + """
 gitops: {repoURL: "https://github.com/o/r.git"}
 """ + FSX + """nodesets:
   - {name: gpu, instanceType: g5.xlarge}
@@ -55,7 +58,7 @@ directory:
   extraSssdConf: {ldap_network_timeout: "3"}
 """
 
-AD = MINIMAL_SPEC.replace("name: t", "name: ad") + FSX + """login:
+AD = MINIMAL_SPEC.replace("name: t", "name: ad").replace("aws: {region: us-west-2, eksClusterName: eks}", ROLE) + FSX + """login:
   sshAuthorizedKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBreakGlassKeyForTestsOnly ops@example.com"]
 secrets:
   awsSecretsManager: {prefix: ad/slurm}

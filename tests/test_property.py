@@ -79,6 +79,8 @@ def specs(draw):
     spec["secrets"] = {"mode": "precreated" if mode == "precreated" else "external-secrets"}
     if mode == "aws":
         spec["secrets"]["awsSecretsManager"] = {"prefix": "x/y"}
+        spec["aws"]["identity"] = {"mode": draw(st.sampled_from(["irsa", "podIdentity"])),
+                                   "roles": {"externalSecrets": "arn:aws:iam::111122223333:role/secrets"}}
     if mode != "generated" and draw(st.booleans()):
         spec["accounting"] = {"database": {"mode": "external", "host": "db.example.com"}}
     fsx = draw(st.sampled_from(["off", "static", "dynamic"]))
@@ -91,6 +93,8 @@ def specs(draw):
                                    "zone": "us-west-2b", "dynamic": {"subnetId": "subnet-0123456789abcdef0",
                                                                      "securityGroupIds": ["sg-0123456789abcdef0"],
                                                                      "perUnitStorageThroughput": 250}}}
+        spec["aws"].setdefault("identity", {}).setdefault("roles", {})["fsxCsiController"] = \
+            "arn:aws:iam::111122223333:role/fsx"
     spec["login"] = {"service": draw(st.sampled_from([
         {"scheme": "internal"}, {"scheme": "internet-facing", "sourceRanges": ["203.0.113.0/24"]},
         {"scheme": "internet-facing", "allowPublicSsh": True}]))}

@@ -41,7 +41,8 @@ def test_dynamic_fsx_storage_class(rendered):
     assert sc["parameters"] == {"subnetId": "subnet-0a1b2c3d4e5f60718", "securityGroupIds": "sg-0123456789abcdef0",
                                 "deploymentType": "PERSISTENT_2", "perUnitStorageThroughput": "500",
                                 "fileSystemTypeVersion": "2.15", "dataCompressionType": "LZ4",
-                                "automaticBackupRetentionDays": "0"}
+                                "automaticBackupRetentionDays": "7", "dailyAutomaticBackupStartTime": "03:00",
+                                "copyTagsToBackups": "true"}
     assert all(isinstance(v, str) for v in sc["parameters"].values())
     assert files["storage/persistentvolumeclaim-fsx.yaml"]["spec"]["storageClassName"] == "training-fsx"
 
@@ -125,7 +126,8 @@ def test_generated_secrets_are_created_once_and_never_overwritten(rendered):
         external = files[f"secrets/externalsecret-{name}.yaml"]["spec"]
         generator = files[f"secrets/password-{name}.yaml"]["spec"]
         assert external["refreshPolicy"] == "CreatedOnce"
-        assert external["target"] == {"name": name, "creationPolicy": "Orphan", "immutable": True}
+        assert {k: v for k, v in external["target"].items() if k != "template"} == {
+            "name": name, "creationPolicy": "Orphan", "immutable": True}
         assert external["dataFrom"][0]["sourceRef"]["generatorRef"]["name"] == name
         assert generator["secretKeys"] == [key] and generator["symbols"] == 0  # no '#': slurmdbd.conf comment
 
@@ -141,7 +143,8 @@ def test_key_secrets_sync_before_the_controller(rendered):
 def test_secrets_manager_mode_reads_every_value_from_aws(rendered):
     files = rendered["training"].files
     store = files["secrets/secretstore-aws-secrets-manager.yaml"]["spec"]
-    assert store == {"provider": {"aws": {"service": "SecretsManager", "region": "us-east-1"}}}
+    assert store == {"provider": {"aws": {"service": "SecretsManager", "region": "us-east-1",
+                                          "auth": {"jwt": {"serviceAccountRef": {"name": "slurm-secrets-reader"}}}}}}
     external = files["secrets/externalsecret-slurm-db-password.yaml"]["spec"]
     assert external["data"][0]["remoteRef"]["key"] == "training/slurm/slurm-db-password"
     assert external["data"][0]["remoteRef"]["property"] == "password"

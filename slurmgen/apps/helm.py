@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from .. import identity
 from ..catalog.registries import eks_addon_registry
 from ..plan import GPU_PRESENT_LABEL, NODEPOOL_LABEL
 from ..spec import ClusterSpec
@@ -47,6 +48,14 @@ def _placement(spec: ClusterSpec) -> dict[str, Any]:
         out["nodeSelector"] = dict(spec.placement.node_selector)
     if spec.placement.tolerations:
         out["tolerations"] = [t.as_dict() for t in spec.placement.tolerations]
+    return out
+
+
+def _service_account(name: str, irsa_role: str | None) -> dict[str, Any]:
+    """A chart's `serviceAccount` values: its name, and the IRSA role annotation when there is one."""
+    out: dict[str, Any] = {"name": name}
+    if irsa_role:
+        out["annotations"] = {identity.ROLE_ANNOTATION: irsa_role}
     return out
 
 
@@ -154,7 +163,10 @@ def external_secrets(spec: ClusterSpec) -> HelmRelease:
         unit="external-secrets", repo_url="ghcr.io/external-secrets/charts", chart="external-secrets",
         version="2.9.0", namespace="external-secrets", release_name="external-secrets",
         wave=waves.CRDS, server_side_apply=True,  # its SecretStore CRDs are larger than 256 KiB
-        values={"installCRDs": True, **place, "webhook": dict(place), "certController": dict(place)},
+        # The service account named explicitly: an EKS Pod Identity association names it
+        # (slurmgen/identity.py). With IRSA the SecretStore uses its own service account instead.
+        values={"installCRDs": True, **place, "webhook": dict(place), "certController": dict(place),
+                "serviceAccount": {"name": identity.ESO_CONTROLLER_SA}},
         cluster_kinds=(CRD, *WEBHOOKS, *RBAC),
     )
 
@@ -190,7 +202,11 @@ def fsx_csi_driver(spec: ClusterSpec) -> HelmRelease:
         chart="aws-fsx-csi-driver", version="1.17.0", namespace="kube-system", release_name="aws-fsx-csi-driver",
         wave=waves.OPERATORS,
         # IMDS is out of reach for pods on Karpenter nodes (hop limit 1): give the region explicitly.
-        values={"controller": {"region": region, **place}},  # the chart has no node.region
+        # The controller's service account by name (a Pod Identity association names it) and, with
+        # IRSA, its role (templates/controller-serviceaccount.yaml @ 1.17.0 renders the annotations).
+        values={"controller": {"region": region, **place,  # the chart has no node.region
+                               "serviceAccount": _service_account(identity.FSX_CONTROLLER_SA,
+                                                                  identity.irsa_role(spec, "fsxCsiController"))}},
         cluster_kinds=(("storage.k8s.io", "CSIDriver"), *RBAC),
     )
 
@@ -247,6 +263,10 @@ def keda(spec: ClusterSpec) -> HelmRelease:
         # set on each as well, so the placement test reads it where the template does.
         values={"crds": {"install": True}, **place,
                 "operator": dict(place), "metricsServer": dict(place), "webhooks": dict(place),
+                # The operator runs the scalers: its service account holds the AWS identity for
+                # Amazon Managed Prometheus (slurmgen/identity.py), named for a Pod Identity association.
+                "serviceAccount": {"operator": _service_account(identity.KEDA_OPERATOR_SA,
+                                                                identity.irsa_role(spec, "keda"))},
                 "rbac": {"enabledCustomScaledRefKinds": True,
                          "scaledRefKinds": [{"apiGroup": "slinky.slurm.net", "kind": "nodesets"}]}},
         cluster_kinds=(CRD, *WEBHOOKS, *RBAC, ("apiregistration.k8s.io", "APIService")),

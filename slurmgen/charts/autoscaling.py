@@ -14,9 +14,17 @@ from __future__ import annotations
 from typing import Any
 
 from .. import naming
+from ..identity import uses_amp
 from ..spec import ClusterSpec, NodeSetSpec
+from ..spec.arn import amp_workspace
 
 API = "keda.sh/v1alpha1"
+AWS_AUTH = "keda-aws-identity"  # TriggerAuthentication: sign Amazon Managed Prometheus queries as the operator
+
+
+def trigger_authentication_spec(spec: ClusterSpec) -> dict[str, Any] | None:
+    """With Amazon Managed Prometheus: the operator's own AWS identity (no roleArn: its service account's)."""
+    return {"podIdentity": {"provider": "aws"}} if uses_amp(spec) else None
 
 
 def partitions_of(spec: ClusterSpec, nodeset: str) -> list[str]:
@@ -69,6 +77,10 @@ def scaled_object_spec(spec: ClusterSpec, ns: NodeSetSpec) -> dict[str, Any]:
             },
         }],
     }
+    amp = amp_workspace(spec.prometheus_address)
+    if amp:  # SigV4 (KEDA v2.20.2 prometheus_scaler.go: awsRegion + an aws podIdentity authentication)
+        body["triggers"][0]["metadata"]["awsRegion"] = amp[0]
+        body["triggers"][0]["authenticationRef"] = {"name": AWS_AUTH, "kind": "TriggerAuthentication"}
     if auto.idle_to_zero and auto.min > 0:
         body["idleReplicaCount"] = 0
     return body

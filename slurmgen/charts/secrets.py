@@ -7,7 +7,18 @@ or the Application, keeps the Secret). Generated passwords have no symbols at al
 the database password raw into slurmdbd.conf, where `#` starts a comment.
 
 With AWS Secrets Manager, the values are read from `<prefix>/<secret name>` (one property per key)
-through a namespaced SecretStore that uses the controller's own credentials (Pod Identity / IRSA).
+through a namespaced SecretStore. Its identity (slurmgen/identity.py): with IRSA, a service account of
+the Slurm namespace annotated with aws.identity.roles.externalSecrets, named in `auth.jwt` (ESO
+v2.9.0 providers/v1/aws/auth/auth.go reads the annotation and requests a token for it), so only
+stores of this namespace can use the role; with EKS Pod Identity, no `auth`: the controller's own
+credentials, from the association on external-secrets/external-secrets.
+
+Every ExternalSecret has a `target.template` with explicit `metadata`: without a template ESO copies
+the ExternalSecret's labels and annotations onto the Secret (v2.9.0
+pkg/controllers/externalsecret/externalsecret_controller_template.go setMetadata), among them Argo
+CD's tracking annotation and our sync options, and a Secret carrying another object's tracking id
+shows as out of sync or to prune (argoproj/argo-cd#8683). The labels also select the generated
+Secrets for backup (README: back up the generated Secrets).
 
 A database password from Secrets Manager is the one value we do not choose, and Slinky writes it
 raw as `StoragePass=` into slurmdbd.conf (slurm-operator v1.2.1
@@ -25,6 +36,7 @@ from typing import Any
 
 from constructs import Construct
 
+from .. import identity
 from ..apps import waves
 from ..spec import ClusterSpec
 from ..spec.model import Directory, SecretKeyRef
@@ -42,6 +54,7 @@ SLURM_KEY = (1024, 256)
 JWT_KEY = (128, 32)
 PASSWORD = (32, 8)
 SSSD_SECRET = "slurm-sssd-conf"
+BACKUP_LABEL = "slurmgen.dev/backup"  # "required" on Secrets that exist nowhere else (generated, CreatedOnce)
 
 DEFAULT_SSSD_CONF = """\
 [sssd]
@@ -115,13 +128,30 @@ class SecretsChart(UnitChart):
         elif spec.login.enabled:
             self._sssd_conf()
 
+    def _target_metadata(self, *, backup: bool) -> dict[str, Any]:
+        """The Secret's own labels, no annotations: nothing copied from the ExternalSecret (see module doc).
+
+        No empty `annotations: {}` either: an empty map the API server might drop would be a perpetual diff.
+        """
+        labels = {"app.kubernetes.io/part-of": "slurmgen", "slurmgen.dev/cluster": self.spec.name}
+        if backup:
+            labels[BACKUP_LABEL] = "required"
+        return {"labels": labels}
+
     def _annotations(self, wave_no: int) -> dict[str, str]:
         return wave(wave_no, **{"argocd.argoproj.io/sync-options": SKIP_DRY_RUN})
 
     def _store(self) -> None:
+        aws: dict[str, Any] = {"service": "SecretsManager",
+                               "region": self.spec.secrets.aws_region or self.spec.aws.region}
+        role = identity.irsa_role(self.spec, "externalSecrets")
+        if role:
+            emit(self, api_version="v1", kind="ServiceAccount", name=identity.SECRETS_READER_SA,
+                 namespace=self.spec.namespace, annotations={**wave(0), identity.ROLE_ANNOTATION: role},
+                 body={"automountServiceAccountToken": False})  # only ESO requests tokens for it
+            aws["auth"] = {"jwt": {"serviceAccountRef": {"name": identity.SECRETS_READER_SA}}}
         emit(self, api_version=ESO, kind="SecretStore", name=STORE, namespace=self.spec.namespace,
-             annotations=self._annotations(0), body={"spec": {"provider": {"aws": {
-                 "service": "SecretsManager", "region": self.spec.secrets.aws_region or self.spec.aws.region}}}})
+             annotations=self._annotations(0), body={"spec": {"provider": {"aws": aws}}})
 
     def _password(self, name: str, key: str, length: int, digits: int) -> None:
         emit(self, api_version=GENERATORS, kind="Password", name=name, namespace=self.spec.namespace,
@@ -137,15 +167,17 @@ class SecretsChart(UnitChart):
         emit(self, api_version=ESO, kind="ExternalSecret", name=ref.name, namespace=self.spec.namespace,
              annotations=self._annotations(1), body={"spec": {
                  "refreshPolicy": "CreatedOnce",
-                 "target": {"name": ref.name, "creationPolicy": "Orphan", "immutable": True},
+                 "target": {"name": ref.name, "creationPolicy": "Orphan", "immutable": True, "template": {
+                     "engineVersion": "v2", "type": "Opaque", "metadata": self._target_metadata(backup=True)}},
                  "dataFrom": self._generator_ref(ref.name)}})
 
     def _external(self, ref: SecretKeyRef) -> None:
         db = self.spec.accounting.database
-        template: dict[str, Any] = {}
+        template: dict[str, Any] = {"template": {"engineVersion": "v2", "type": "Opaque",
+                                                 "metadata": self._target_metadata(backup=False)}}
         if self.spec.accounting.enabled and ref == db.password_secret:
-            template = {"template": {"engineVersion": "v2", "mergePolicy": "Replace", "type": "Opaque", "data": {
-                ref.key: db_password_template(ref.key, escape=not db.managed)}}}
+            template["template"].update({"mergePolicy": "Replace", "data": {
+                ref.key: db_password_template(ref.key, escape=not db.managed)}})
         remote = {"key": f"{self.spec.secrets.aws_prefix}/{ref.name}", "property": ref.key,
                   "conversionStrategy": "Default", "decodingStrategy": "None", "metadataPolicy": "None",
                   "nullBytePolicy": "Ignore"}

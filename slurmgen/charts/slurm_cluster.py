@@ -23,7 +23,7 @@ from ..spec import ClusterSpec, Partition
 from ._objects import KEEP, SYNC_OPTIONS, emit, wave
 from .accounting import accounting_spec
 from .autoscaling import API as KEDA_API
-from .autoscaling import ignore_replicas, scaled_object_spec
+from .autoscaling import AWS_AUTH, ignore_replicas, scaled_object_spec, trigger_authentication_spec
 from .policy import emit_policy
 from .directory import COMMON_SESSION, COMMON_SESSION_PAM, PAM_CONFIGMAP, ca_volumes, login_volumes
 from .directory import worker_sshd_config
@@ -88,6 +88,10 @@ class SlurmClusterChart(UnitChart):
         self._restapi()
         if spec.login.enabled:
             self._loginset()
+        auth = trigger_authentication_spec(spec)
+        if auth is not None:  # read by the ScaledObjects (next) for Amazon Managed Prometheus
+            emit(self, api_version=KEDA_API, kind="TriggerAuthentication", name=AWS_AUTH, namespace=spec.namespace,
+                 annotations=wave(WAVE_WORKERS + 1, **{SYNC_OPTIONS: SKIP_DRY_RUN}), body={"spec": auth})
         for plan in plans.values():
             self._nodeset(plan)
             if plan.nodeset.autoscale:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 from ..quantity import memory_mib
 from ._topology import topology_rules
+from .arn import AMP_HOST, AMP_URL, role_problems
 
 Finding = tuple[str, str]
 Rule = Callable[[dict[str, Any]], Iterator[Finding]]
@@ -181,6 +182,10 @@ def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
                f"{throughput} MB/s/TiB is not offered for {deployment}; use one of {', '.join(map(str, allowed))}")
     elif throughput is None and allowed is not None and "dynamic" in fsx and mode == "dynamic":
         yield "storage.fsx.dynamic.perUnitStorageThroughput", f"required for {deployment}: one of {', '.join(map(str, allowed))}"
+    backups = fsx.get("dynamic", {}).get("automaticBackupRetentionDays", 0)
+    if backups and deployment.startswith("SCRATCH") and mode == "dynamic":
+        yield ("storage.fsx.dynamic.automaticBackupRetentionDays",
+               f"{deployment} file systems have no automatic backups; use a PERSISTENT type or remove it")
     zone = fsx.get("zone")
     region = spec["aws"]["region"]
     for index, ns in enumerate(spec["nodesets"]):
@@ -368,6 +373,56 @@ def autoscaling(spec: dict[str, Any]) -> Iterator[Finding]:
                           "or enable monitoring.kubePrometheusStack")
         if not spec["metrics"]["enabled"]:
             yield where, "autoscaling reads slurmctld's metrics; set metrics.enabled: true"
+    explicit = spec["autoscaling"].get("prometheusAddress", "")
+    if AMP_HOST.match(explicit) and not AMP_URL.match(explicit):
+        yield ("autoscaling.prometheusAddress",
+               "an Amazon Managed Prometheus address is https://aps-workspaces.<region>.amazonaws.com/workspaces/<ws-id> "
+               "(KEDA appends /api/v1/query)")
+
+
+def _role_use(spec: dict[str, Any]) -> dict[str, tuple[bool, str | None]]:
+    """Per aws.identity.roles key: (required, why it is unused or None when it is used)."""
+    fsx = spec["storage"]["fsx"]
+    secrets = spec["secrets"]
+    fsx_dynamic_helm = fsx["enabled"] and fsx["mode"] == "dynamic" and fsx["csiDriver"] == "helm"
+    # External Secrets reads Secrets Manager for the generated secrets' values and for the directory's bind password
+    from_aws = secrets["mode"] == "external-secrets" and ("awsSecretsManager" in secrets or "directory" in spec)
+    amp = bool(AMP_HOST.match(spec["autoscaling"].get("prometheusAddress", "")))
+    autoscaled = any("autoscale" in ns for ns in spec["nodesets"])
+    return {
+        "fsxCsiController": (fsx_dynamic_helm, None if fsx["enabled"] else "no FSx CSI driver without storage.fsx.enabled"),
+        "externalSecrets": (from_aws, None if from_aws else
+                            "External Secrets calls AWS only with secrets.awsSecretsManager or a directory bind password"),
+        "keda": (amp and autoscaled, None if amp and autoscaled else
+                 "KEDA calls AWS only to query Amazon Managed Prometheus (autoscaling.prometheusAddress) for autoscaled nodesets"),
+    }
+
+
+_WHY_REQUIRED = {
+    "fsxCsiController": "with dynamic FSx, the CSI controller creates the file system "
+                        "(fsx:CreateFileSystem, fsx:DescribeFileSystems, fsx:TagResource)",
+    "externalSecrets": "External Secrets reads Secrets Manager (secrets.awsSecretsManager, directory.bindPassword: "
+                       "secretsmanager:GetSecretValue)",
+    "keda": "KEDA queries Amazon Managed Prometheus with SigV4 (aps:QueryMetrics)",
+}
+
+
+def identity_roles(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Every controller that calls AWS has a valid role of the cluster's partition (and account); no role is unused."""
+    aws = spec["aws"]
+    roles = aws["identity"]["roles"]
+    for key, (required, unused) in _role_use(spec).items():
+        where = f"aws.identity.roles.{key}"
+        arn = roles.get(key)
+        if arn is None:
+            if required:
+                yield where, f"required: {_WHY_REQUIRED[key]}; give its IAM role ARN (README: AWS identity)"
+            continue
+        if unused:
+            yield where, f"not used: {unused}; remove it"
+            continue
+        for problem in role_problems(arn, aws["region"], aws.get("accountId")):
+            yield where, problem
 
 
 def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -546,6 +601,7 @@ RULES: tuple[Rule, ...] = (
     database_mode,
     secrets_mode,
     autoscaling,
+    identity_roles,
     policy_references,
     placement_group_zone,
     topology_rules,
@@ -577,6 +633,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     database_mode: ("accounting",),
     secrets_mode: ("secrets", "accounting", "login"),
     autoscaling: ("autoscaling", "monitoring", "nodesets", "metrics"),
+    identity_roles: ("aws", "storage", "secrets", "autoscaling", "nodesets", "directory"),
     policy_references: ("policy", "partitions", "accounting", "scheduling"),
     placement_group_zone: ("nodesets", "storage", "compute"),
     topology_rules: ("topology", "nodesets", "partitions"),

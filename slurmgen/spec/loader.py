@@ -15,7 +15,7 @@ from . import _topology as _topology_rules
 from ._yaml import YamlSyntaxError, load_yaml
 from .errors import Problem, SpecError, name_keyed
 from .model import (
-    Accounting, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, Directory, FairShare, Fsx, GitOpsSettings, Images,
+    Accounting, AwsIdentity, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, Directory, FairShare, Fsx, GitOpsSettings, Images,
     Autoscale, BlockTopology, KubePrometheusStack, Login, Policy, PolicyAccount, PolicyUser, Qos, LoginService, MariaDbSettings, Metrics, NodeSetSpec, Partition, Persistence, Placement,
     Scheduling, SecretKeyRef, Secrets, ServiceMonitor, Storage, Toleration, TopologySpec, Versions, pairs,
 )
@@ -271,6 +271,22 @@ def _secrets(d: dict[str, Any]) -> Secrets:
                    aws_prefix=sm["prefix"] if sm else None)
 
 
+# Automatic backups of a PERSISTENT file system unless the spec says otherwise: one `rm -rf` or a
+# lost storage server would otherwise take everything. SCRATCH types have none (FSx refuses them).
+DEFAULT_BACKUP_DAYS = 7
+
+
+def _backup_days(deployment_type: str, dyn: dict[str, Any]) -> int:
+    default = DEFAULT_BACKUP_DAYS if deployment_type.startswith("PERSISTENT") else 0
+    return int(dyn.get("automaticBackupRetentionDays", default))
+
+
+def _identity(raw: dict[str, Any]) -> AwsIdentity:
+    roles = raw["roles"]
+    return AwsIdentity(mode=raw["mode"], fsx_csi_controller=roles.get("fsxCsiController"),
+                       external_secrets=roles.get("externalSecrets"), keda=roles.get("keda"))
+
+
 def _storage(raw: dict[str, Any]) -> Storage:
     fsx = raw["fsx"]
     dynamic: dict[str, str] = {}
@@ -279,7 +295,10 @@ def _storage(raw: dict[str, Any]) -> Storage:
         dynamic = {"subnetId": dyn["subnetId"], "securityGroupIds": ",".join(dyn["securityGroupIds"]),
                    "deploymentType": fsx["deploymentType"], "fileSystemTypeVersion": dyn["fileSystemTypeVersion"],
                    "dataCompressionType": dyn["dataCompressionType"],
-                   "automaticBackupRetentionDays": str(dyn["automaticBackupRetentionDays"])}
+                   "automaticBackupRetentionDays": str(_backup_days(fsx["deploymentType"], dyn))}
+        if _backup_days(fsx["deploymentType"], dyn):
+            dynamic["dailyAutomaticBackupStartTime"] = dyn["dailyAutomaticBackupStartTime"]
+            dynamic["copyTagsToBackups"] = "true" if dyn["copyTagsToBackups"] else "false"
         if "perUnitStorageThroughput" in dyn:
             dynamic["perUnitStorageThroughput"] = str(dyn["perUnitStorageThroughput"])
     return Storage(
@@ -338,7 +357,8 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
         source=source,
         name=d["name"],
         aws=AwsSettings(region=d["aws"]["region"], eks_cluster_name=d["aws"]["eksClusterName"],
-                        kubernetes_version=d["aws"]["kubernetesVersion"], account_id=d["aws"].get("accountId")),
+                        kubernetes_version=d["aws"]["kubernetesVersion"], account_id=d["aws"].get("accountId"),
+                        identity=_identity(d["aws"]["identity"])),
         gitops=GitOpsSettings(repo_url=d["gitops"]["repoURL"], target_revision=d["gitops"]["targetRevision"],
                               path=d["gitops"]["path"], argocd_namespace=d["gitops"]["argocdNamespace"],
                               destination_server=d["gitops"]["destinationServer"],

@@ -60,11 +60,22 @@ class Placement:
 
 
 @dataclass(frozen=True)
+class AwsIdentity:
+    """How the controllers that call AWS get their IAM role (aws.identity); see slurmgen/identity.py."""
+
+    mode: str = "podIdentity"  # podIdentity | irsa
+    fsx_csi_controller: str | None = None  # role ARNs
+    external_secrets: str | None = None
+    keda: str | None = None
+
+
+@dataclass(frozen=True)
 class AwsSettings:
     region: str
     eks_cluster_name: str
     kubernetes_version: str
     account_id: str | None = None
+    identity: AwsIdentity = AwsIdentity()
 
 
 @dataclass(frozen=True)

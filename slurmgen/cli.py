@@ -40,7 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", metavar="FILE",
                    help="print the effective slurm.conf, cgroup.conf, gres.conf or slurmdbd.conf the operator "
                         "will write, write nothing")
-    p.add_argument("--cluster", metavar="NAME", help="with --explain: only this cluster")
+    p.add_argument("--preview", action="store_true",
+                   help="render every Helm Application offline at its pinned chart version (charts from "
+                        "$SLURMGEN_CHART_DIR, the cache, or their repository) and prove the AppProject, placement, "
+                        "images and value keys; write nothing (needs 'make preview-install')")
+    p.add_argument("--cluster", metavar="NAME", help="with --explain or --preview: only this cluster")
     p.add_argument("--crd-dir", type=Path, metavar="DIR",
                    help="validate against the CRD YAML files in DIR instead of the vendored, pinned schemas")
     return p
@@ -57,8 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"add {folder.name}/<name>.yaml or pass --spec FILE", file=sys.stderr)
         return 2
 
-    if args.cluster and not args.explain:
-        print("--cluster: only with --explain FILE", file=sys.stderr)
+    if args.cluster and not (args.explain or args.preview):
+        print("--cluster: only with --explain FILE or --preview", file=sys.stderr)
         return 2
     if args.explain:
         from .slurmconf.explain import ExplainError, check_file
@@ -79,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.explain:
         return _explain(result, args.explain, args.cluster)
+    if args.preview:
+        return _preview(result, args.cluster)
     if args.summary:
         return _summary(result, out, args.base, args.base_dir, subset=bool(args.spec))
     refused = result.guard(out, args.allow_destroy) + result.sync_problems(out)
@@ -131,6 +137,36 @@ def _explain(result: object, name: str, cluster: str | None) -> int:
         print(err, file=sys.stderr)
         return 2
     return 0
+
+
+def _preview(result: object, cluster: str | None) -> int:
+    """`--preview`: report per chart on stdout, one line per problem on stderr; exit 2 on a problem."""
+    import time
+
+    from .preview import PreviewUnavailable, locator_from_env, preview_clusters
+
+    clusters = [c for c in result.clusters if cluster in (None, c.spec.name)]  # type: ignore[attr-defined]
+    if not clusters:
+        names = ", ".join(c.spec.name for c in result.clusters)  # type: ignore[attr-defined]
+        print(f"--cluster: no cluster named {cluster!r}; rendered: {names}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    try:
+        previews = preview_clusters(clusters, locator_from_env())
+    except PreviewUnavailable as err:
+        print(err, file=sys.stderr)
+        return 2
+    problems = [line for p in previews for line in p.problems]
+    for p in previews:
+        for line in p.lines():
+            print(line)
+    for line in problems:
+        print(line, file=sys.stderr)
+    charts = sum(len(p.renders) for p in previews)
+    skipped = sum(len(p.not_previewed) for p in previews)
+    print(f"preview: {charts} chart render(s) in {len(previews)} cluster(s), {skipped} not previewed, "
+          f"{len(problems)} problem(s), {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return 2 if problems else 0
 
 
 def _summary(result: object, out: Path, ref: str | None, base_dir: Path | None, *, subset: bool) -> int:

@@ -182,7 +182,9 @@ def _summary(result: object, out: Path, ref: str | None, base_dir: Path | None, 
     new = {c.spec.name: dict(c.files) for c in result.clusters}  # type: ignore[attr-defined]
     if subset:
         old = {name: tree for name, tree in old.items() if name in new}
-    sys.stdout.write(summarize(old, new, catalog=result.catalog))  # type: ignore[attr-defined]
+    from .preview.diff import chart_section
+
+    sys.stdout.write(summarize(old, new, catalog=result.catalog, charts=chart_section))  # type: ignore[attr-defined]
     return 0
 
 

@@ -117,7 +117,7 @@ class ChartLocator:
             except Exception as err:  # noqa: BLE001  (any SDK error means: not reachable now)
                 self._offline = str(err).splitlines()[0][:200]
         where = f"not in {self.chart_dir}" if self.chart_dir else "SLURMGEN_CHART_DIR unset"
-        why = f"{where}, not cached in {archive.parent}"
+        why = f"{where}, not cached"
         if self._offline:
             why += f", repository not reachable ({self._offline})"
         elif not self.pull:

@@ -30,14 +30,18 @@ def need_sdk() -> None:
 
 
 @pytest.fixture(scope="module")
-def previews(rendered):
+def locator():
+    """The pinned chart sources in ../shared, never a pull; renders are shared by the tests of this module."""
     need_shared(CHART_SOURCES)
     need_sdk()
-    locator = ChartLocator(chart_dir=CHART_SOURCES, pull=False)
-    try:
-        yield {name: preview_cluster(cluster, locator) for name, cluster in rendered.items()}
-    finally:
-        locator.close()
+    found = ChartLocator(chart_dir=CHART_SOURCES, pull=False)
+    yield found
+    found.close()
+
+
+@pytest.fixture(scope="module")
+def previews(rendered, locator):
+    return {name: preview_cluster(cluster, locator) for name, cluster in rendered.items()}
 
 
 def with_files(cluster, edit) -> Any:
@@ -87,31 +91,25 @@ def test_chart_source_differences_are_handled(previews):
     assert any(o["kind"] == "Job" for o in example["cert-manager"].objects)
 
 
-def test_a_gpu_nodepool_without_its_label_fails_the_preview(rendered):
-    need_shared(CHART_SOURCES)
-    need_sdk()
-
+def test_a_gpu_nodepool_without_its_label_fails_the_preview(rendered, locator):
     # GIVEN prod with its H100 NodePool no longer labelling nodes nvidia.com/gpu.present
     def drop(files):
         files["compute/nodepool-prod-h100.yaml"]["spec"]["template"]["metadata"]["labels"].pop("nvidia.com/gpu.present")
     broken = with_files(rendered["prod"], drop)
     # WHEN previewed
-    result = preview_cluster(broken, ChartLocator(chart_dir=CHART_SOURCES, pull=False))
+    result = preview_cluster(broken, locator)
     # THEN one clear line names the plugin and the NodePool it no longer reaches
     assert [p for p in result.problems if "nvidia" in p] == [
         "prod/prod-nvidia-device-plugin: no DaemonSet of nvidia-device-plugin lands on the NVIDIA GPU NodePool(s) "
         "prod-h100: their devices would never be advertised"]
 
 
-def test_an_appproject_without_clusterrole_fails_the_preview(rendered):
-    need_shared(CHART_SOURCES)
-    need_sdk()
-
+def test_an_appproject_without_clusterrole_fails_the_preview(rendered, locator):
     # GIVEN example's AppProject without ClusterRole in its whitelist
     def drop(files):
         spec = files["apps/appproject-example.yaml"]["spec"]
         spec["clusterResourceWhitelist"] = [k for k in spec["clusterResourceWhitelist"] if k["kind"] != "ClusterRole"]
-    result = preview_cluster(with_files(rendered["example"], drop), ChartLocator(chart_dir=CHART_SOURCES, pull=False))
+    result = preview_cluster(with_files(rendered["example"], drop), locator)
     # THEN every chart's ClusterRole is a line naming the Application and the object
     lines = [p for p in result.problems if "ClusterRole " in p or p.endswith("ClusterRole")]
     assert lines and all("spec.clusterResourceWhitelist: rbac.authorization.k8s.io/ClusterRole is not permitted" in p

@@ -7,6 +7,8 @@ SDK is loaded only when a chart is rendered.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -72,8 +74,12 @@ def render_sources(cluster: str, sources: Iterable[HelmSource], locator: ChartLo
             skipped.append(f"{cluster}/{source.application}: not previewed: no chart source for "
                            f"{source.chart} {source.version} ({why})")
             continue
+        key = json.dumps([str(path), source.release_name, source.namespace, source.values], sort_keys=True)
         try:
-            renders.append(render(source, path, notes))
+            if key not in locator.renders:
+                locator.renders[key] = render(source, path, notes)
+            cached = locator.renders[key]
+            renders.append(cached if cached.source == source else dataclasses.replace(cached, source=source))
         except PreviewUnavailable:
             raise
         except Exception as err:  # noqa: BLE001  (the SDK's errors: a template or values failure)

@@ -100,6 +100,7 @@ class ChartLocator:
     chart_dir: Path | None = None
     pull: bool = False
     _scratch: Path | None = None
+    renders: dict[str, ChartRender] = field(default_factory=dict)  # one render per chart and values (fleets share them)
     _offline: str | None = None  # the first pull failure: further pulls are not tried
 
     def locate(self, source: HelmSource) -> tuple[Path | None, list[str], str]:

@@ -89,14 +89,12 @@ def _dig(obj: Any, path: tuple[str, ...]) -> Any:
 
 def unit_objects(cluster: RenderedCluster) -> Iterator[tuple[Obj, Obj]]:
     """(Application, object) for every object of a directory child Application (compute/, slurm/, ...)."""
-    name = cluster.spec.name
     apps = {obj["spec"]["source"]["path"].rsplit("/", 1)[-1]: obj for rel, obj in cluster.files.items()
             if rel.startswith("apps/") and obj["kind"] == "Application" and "path" in obj["spec"]["source"]}
     for rel, obj in sorted(cluster.files.items()):
         unit = rel.split("/", 1)[0]
         if unit in apps:
             yield apps[unit], obj
-    del name
 
 
 def all_objects(cluster: RenderedCluster, renders: list[ChartRender]) -> Iterator[tuple[str, str, Obj]]:

@@ -248,3 +248,12 @@ def test_synth_never_loads_the_helm_sdk(tmp_path):
     # THEN the Helm SDK's 80 MB library was never imported
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_rendered_manifests_split_and_load_as_helm_does():
+    from slurmgen.preview.charts import _documents
+    # GIVEN a template whose separator carries a comment, a bare `=` value and an empty document
+    manifests = {"c/templates/a.yaml": "kind: A\nmetadata: {name: a}\ndata: {op: =}\n---# next\nkind: B\n---\n",
+                 "c/templates/NOTES.txt": "not: yaml: at all"}
+    # THEN two objects, the `=` a string, NOTES.txt ignored
+    assert list(_documents(manifests)) == [{"kind": "A", "metadata": {"name": "a"}, "data": {"op": "="}}, {"kind": "B"}]

@@ -168,7 +168,12 @@ class ChartLocator:
 
 # Helm's own manifest separator (pkg/release/v1/util/manifest.go SplitManifests @ v4): `---` at
 # a line start ends a document even when a comment follows it on the same line.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: rendered CRDs are megabytes
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # libyaml: CRDs are megabytes
+    """Safe loading; a bare `=` is the string "=" (PyYAML resolves it to a 'value' tag no loader constructs)."""
+
+
+_Loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+_LOADER = _Loader
 _SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
 
 

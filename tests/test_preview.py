@@ -257,3 +257,22 @@ def test_rendered_manifests_split_and_load_as_helm_does():
                  "c/templates/NOTES.txt": "not: yaml: at all"}
     # THEN two objects, the `=` a string, NOTES.txt ignored
     assert list(_documents(manifests)) == [{"kind": "A", "metadata": {"name": "a"}, "data": {"op": "="}}, {"kind": "B"}]
+
+
+def test_charts_render_at_the_clusters_kubernetes_version(tmp_path, rendered):
+    need_sdk()
+    from slurmgen.preview import kube_version
+    from slurmgen.preview.charts import render
+    # GIVEN a chart that prints the Kubernetes version Helm gives it
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: kv\nversion: 0.1.0\n")
+    (tmp_path / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kv}\ndata: {kv: '{{ .Capabilities.KubeVersion.Version }}'}\n")
+    source = HelmSource(application="t-kv", repo_url="example.com/c", chart="kv", version="0.1.0",
+                        release_name="kv", namespace="ns", values={})
+    # WHEN it is rendered for a cluster (as Argo CD passes --kube-version)
+    version = kube_version(rendered["training"])
+    [obj] = render(source, tmp_path, [], version).objects
+    # THEN the template saw the cluster's EKS version, not the SDK's default
+    assert version == f"v{rendered['training'].spec.aws.kubernetes_version}.0"
+    assert obj["data"]["kv"] == version

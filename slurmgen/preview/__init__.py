@@ -64,8 +64,8 @@ def helm_sources(files: dict) -> list[HelmSource]:
     return out
 
 
-def render_sources(cluster: str, sources: Iterable[HelmSource], locator: ChartLocator
-                   ) -> tuple[list[ChartRender], list[str], list[str]]:
+def render_sources(cluster: str, sources: Iterable[HelmSource], locator: ChartLocator,
+                   kube_version: str | None = None) -> tuple[list[ChartRender], list[str], list[str]]:
     """(renders, not-previewed lines, render failures) of some Helm sources."""
     renders, skipped, failures = [], [], []
     for source in sources:
@@ -74,10 +74,10 @@ def render_sources(cluster: str, sources: Iterable[HelmSource], locator: ChartLo
             skipped.append(f"{cluster}/{source.application}: not previewed: no chart source for "
                            f"{source.chart} {source.version} ({why})")
             continue
-        key = json.dumps([str(path), source.release_name, source.namespace, source.values], sort_keys=True)
+        key = json.dumps([str(path), source.release_name, source.namespace, source.values, kube_version], sort_keys=True)
         try:
             if key not in locator.renders:
-                locator.renders[key] = render(source, path, notes)
+                locator.renders[key] = render(source, path, notes, kube_version)
             cached = locator.renders[key]
             renders.append(cached if cached.source == source else dataclasses.replace(cached, source=source))
         except PreviewUnavailable:
@@ -88,12 +88,18 @@ def render_sources(cluster: str, sources: Iterable[HelmSource], locator: ChartLo
     return renders, skipped, failures
 
 
+def kube_version(cluster: RenderedCluster) -> str:
+    """The EKS version as Helm's `--kube-version` takes it: `1.34` -> `v1.34.0`."""
+    version = cluster.spec.aws.kubernetes_version.lstrip("v")
+    return f"v{version}.0" if version.count(".") == 1 else f"v{version}"
+
+
 def preview_cluster(cluster: RenderedCluster, locator: ChartLocator) -> ClusterPreview:
     """Render one cluster's charts and run every proof on them."""
     start = time.perf_counter()
     result = ClusterPreview(cluster.spec.name)
     result.renders, result.not_previewed, failures = render_sources(
-        cluster.spec.name, helm_sources(dict(cluster.files)), locator)
+        cluster.spec.name, helm_sources(dict(cluster.files)), locator, kube_version=kube_version(cluster))
     problems, notes = project_problems(cluster, result.renders, partial=bool(result.not_previewed))
     result.problems = (failures + problems + placement_problems(cluster, result.renders)
                        + image_problems(cluster, result.renders) + values_problems(cluster, result.renders))

@@ -15,6 +15,7 @@ synth never loads its 80 MB native library.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -105,10 +106,14 @@ class ChartLocator:
 
     def locate(self, source: HelmSource) -> tuple[Path | None, list[str], str]:
         """(chart path or None, notes, why not found)."""
+        unusable = ""
         if self.chart_dir is not None:
             folder = self.chart_dir / source.chart
             if (folder / "Chart.yaml").is_file():
-                return self._from_folder(folder, source)
+                found = self._from_folder(folder, source)
+                if found[0] is not None:
+                    return found
+                unusable = found[2]  # a folder of another version, or one missing subcharts: try the cache
         archive = cache_dir() / f"{source.chart}-{source.version}.tgz"
         if archive.is_file():
             return archive, [], ""
@@ -117,7 +122,7 @@ class ChartLocator:
                 return self._pull(source, archive), [], ""
             except Exception as err:  # noqa: BLE001  (any SDK error means: not reachable now)
                 self._offline = str(err).splitlines()[0][:200]
-        where = f"not in {self.chart_dir}" if self.chart_dir else "SLURMGEN_CHART_DIR unset"
+        where = unusable or (f"not in {self.chart_dir}" if self.chart_dir else "SLURMGEN_CHART_DIR unset")
         why = f"{where}, not cached"
         if self._offline:
             why += f", repository not reachable ({self._offline})"
@@ -222,7 +227,24 @@ def _source_gaps(path: Path, source: HelmSource, values: Obj) -> tuple[list[str]
     return [], set()
 
 
-def render(source: HelmSource, path: Path, notes: list[str]) -> ChartRender:
+def _render_manifests(helm: Any, chart: Any, source: HelmSource, kube_version: str | None) -> dict[str, str]:
+    """Template the chart; with the cluster's Kubernetes version when known.
+
+    Argo CD passes the destination's version (`helm template --kube-version`); the SDK's
+    `Chart.render` has no keyword for it, but its native call takes `kube_version` in the same
+    options object (helm-python-sdk 0.2.2 chart.py render -> helm_render), so it is passed there.
+    """
+    if kube_version is None:
+        return dict(chart.render(source.values, name=source.release_name, namespace=source.namespace, is_install=True))
+    from helm_python import _native  # noqa: PLC0415  (pinned 0.2.2; see the docstring)
+
+    opts = {"name": source.release_name, "namespace": source.namespace, "is_install": True, "kube_version": kube_version}
+    manifests: dict[str, str] = json.loads(_native.call_string("helm_render", chart._raw(), json.dumps(source.values),
+                                                               json.dumps(opts)))
+    return manifests
+
+
+def render(source: HelmSource, path: Path, notes: list[str], kube_version: str | None = None) -> ChartRender:
     """Render one chart as Argo CD does (`helm template --include-crds`, release name, destination namespace)."""
     helm = helm_sdk()
     with helm.Chart.load(str(path)) as chart:
@@ -233,8 +255,7 @@ def render(source: HelmSource, path: Path, notes: list[str]) -> ChartRender:
             chart.validate_schema(source.values)
         except helm.HelmValuesError as err:
             schema_errors.append(str(err).splitlines()[0])
-        manifests = chart.render(source.values, name=source.release_name, namespace=source.namespace,
-                                 is_install=True)
+        manifests = _render_manifests(helm, chart, source, kube_version)
         crds = [doc for item in sorted(chart.crds, key=lambda c: c["filename"])
                 for doc in yaml.load_all(item["data"], Loader=_LOADER) if isinstance(doc, dict) and doc.get("kind")]
         merged = chart.merge_values(source.values)

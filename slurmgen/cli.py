@@ -144,6 +144,7 @@ def _preview(result: object, cluster: str | None) -> int:
     import time
 
     from .preview import PreviewUnavailable, locator_from_env, preview_clusters
+    from .preview.charts import helm_sdk
 
     clusters = [c for c in result.clusters if cluster in (None, c.spec.name)]  # type: ignore[attr-defined]
     if not clusters:
@@ -152,6 +153,7 @@ def _preview(result: object, cluster: str | None) -> int:
         return 2
     start = time.perf_counter()
     try:
+        helm_sdk()  # before any work: a missing SDK is one line, whatever the chart sources
         previews = preview_clusters(clusters, locator_from_env())
     except PreviewUnavailable as err:
         print(err, file=sys.stderr)
@@ -166,6 +168,10 @@ def _preview(result: object, cluster: str | None) -> int:
     skipped = sum(len(p.not_previewed) for p in previews)
     print(f"preview: {charts} chart render(s) in {len(previews)} cluster(s), {skipped} not previewed, "
           f"{len(problems)} problem(s), {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    if not charts and skipped:
+        print("preview: no chart could be rendered, so nothing was proven: set SLURMGEN_CHART_DIR to a folder of "
+              "unpacked charts or let --preview pull them (SLURMGEN_CHART_PULL)", file=sys.stderr)
+        return 2
     return 2 if problems else 0
 
 

@@ -276,3 +276,29 @@ def test_charts_render_at_the_clusters_kubernetes_version(tmp_path, rendered):
     # THEN the template saw the cluster's EKS version, not the SDK's default
     assert version == f"v{rendered['training'].spec.aws.kubernetes_version}.0"
     assert obj["data"]["kv"] == version
+
+
+def test_cli_preview_without_the_sdk_is_one_line(monkeypatch, capsys):
+    from slurmgen.cli import main
+    # GIVEN the Helm SDK cannot be imported
+    monkeypatch.setitem(__import__("sys").modules, "helm_python", None)
+    # WHEN --preview runs THEN one line says how to install it, exit 2
+    assert main(["--preview", "--cluster", "dev"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("--preview needs the Helm SDK (helm-python-sdk, pinned in requirements-preview.txt): "
+                          "run 'make preview-install'") and err.count("\n") == 1
+
+
+def test_cli_preview_with_no_chart_source_proves_nothing_and_fails(monkeypatch, tmp_path, capsys):
+    need_sdk()
+    from slurmgen.cli import main
+    # GIVEN an empty chart folder, an empty cache and no pull
+    monkeypatch.setenv("SLURMGEN_CHART_DIR", str(tmp_path))
+    monkeypatch.setenv("SLURMGEN_CHART_PULL", "0")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    # THEN every chart is "not previewed", and the run fails rather than passing on nothing
+    assert main(["--preview", "--cluster", "dev"]) == 2
+    out, err = capsys.readouterr()
+    assert "dev/dev-slurm-operator: not previewed: no chart source for slurm-operator 1.2.1" in out
+    assert err.rstrip().endswith("nothing was proven: set SLURMGEN_CHART_DIR to a folder of unpacked charts or let "
+                                 "--preview pull them (SLURMGEN_CHART_PULL)")

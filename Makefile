@@ -5,8 +5,10 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+# --preview's Helm SDK (a 75 MB wheel): only for `make preview` and the tests, never for synth.
+PREVIEW_STAMP := $(VENV)/.preview-$(shell cksum requirements-preview.txt | cut -d' ' -f1)
 
-.PHONY: install synth test check summary cdk8s-synth bench bench-gate lock clean
+.PHONY: install preview-install synth preview test check summary cdk8s-synth bench bench-gate lock clean
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,13 +19,23 @@ $(STAMP): requirements.txt
 
 install: $(STAMP)  ## only create .venv from the pinned requirements
 
+$(PREVIEW_STAMP): requirements-preview.txt $(STAMP)
+	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-preview.txt
+	@rm -f $(VENV)/.preview-* && touch $@
+
+preview-install: $(PREVIEW_STAMP)  ## add the Helm SDK that --preview needs to .venv
+
+# Charts come from $(SLURMGEN_CHART_DIR) (unpacked folders), the cache, or their repository.
+preview: $(PREVIEW_STAMP)  ## render every Helm Application offline and prove the tree (writes nothing)
+	@$(PY) -O main.py --preview
+
 synth: $(STAMP)  ## render every clusters/*.yaml into dist/<cluster>/
 	@$(PY) -O main.py
 
 check: $(STAMP)  ## exit 1 when dist/ is stale
 	@$(PY) -O main.py --check
 
-test: $(STAMP)  ## the whole test suite (what .ci/run calls)
+test: $(STAMP) $(PREVIEW_STAMP)  ## the whole test suite (what .ci/run calls)
 	@$(PY) -m pytest
 
 summary: $(STAMP)  ## Markdown summary of the uncommitted change to dist/ (against HEAD)

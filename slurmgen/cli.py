@@ -41,7 +41,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="print the effective slurm.conf, cgroup.conf, gres.conf or slurmdbd.conf the operator "
                         "will write, or 'identity' (IAM roles, policies and Pod Identity associations, JSON); "
                         "write nothing")
-    p.add_argument("--cluster", metavar="NAME", help="with --explain: only this cluster")
+    p.add_argument("--preview", action="store_true",
+                   help="render every Helm Application offline at its pinned chart version (charts from "
+                        "$SLURMGEN_CHART_DIR, the cache, or their repository) and prove the AppProject, placement, "
+                        "images and value keys; write nothing (needs 'make preview-install')")
+    p.add_argument("--cluster", metavar="NAME", help="with --explain or --preview: only this cluster")
     p.add_argument("--crd-dir", type=Path, metavar="DIR",
                    help="validate against the CRD YAML files in DIR instead of the vendored, pinned schemas")
     return p
@@ -61,8 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"add {folder.name}/<name>.yaml or pass --spec FILE", file=sys.stderr)
         return 2
 
-    if args.cluster and not args.explain:
-        print("--cluster: only with --explain FILE", file=sys.stderr)
+    if args.cluster and not (args.explain or args.preview):
+        print("--cluster: only with --explain FILE or --preview", file=sys.stderr)
         return 2
     if args.explain and args.explain != IDENTITY:
         from .slurmconf.explain import ExplainError, check_file
@@ -85,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _explain_identity(result, args.cluster)
     if args.explain:
         return _explain(result, args.explain, args.cluster)
+    if args.preview:
+        return _preview(result, args.cluster)
     if args.summary:
         return _summary(result, out, args.base, args.base_dir, subset=bool(args.spec))
     refused = result.guard(out, args.allow_destroy) + result.sync_problems(out)
@@ -153,6 +159,42 @@ def _explain(result: object, name: str, cluster: str | None) -> int:
     return 0
 
 
+def _preview(result: object, cluster: str | None) -> int:
+    """`--preview`: report per chart on stdout, one line per problem on stderr; exit 2 on a problem."""
+    import time
+
+    from .preview import PreviewUnavailable, locator_from_env, preview_clusters
+    from .preview.charts import helm_sdk
+
+    clusters = [c for c in result.clusters if cluster in (None, c.spec.name)]  # type: ignore[attr-defined]
+    if not clusters:
+        names = ", ".join(c.spec.name for c in result.clusters)  # type: ignore[attr-defined]
+        print(f"--cluster: no cluster named {cluster!r}; rendered: {names}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    try:
+        helm_sdk()  # before any work: a missing SDK is one line, whatever the chart sources
+        previews = preview_clusters(clusters, locator_from_env())
+    except PreviewUnavailable as err:
+        print(err, file=sys.stderr)
+        return 2
+    problems = [line for p in previews for line in p.problems]
+    for p in previews:
+        for line in p.lines():
+            print(line)
+    for line in problems:
+        print(line, file=sys.stderr)
+    charts = sum(len(p.renders) for p in previews)
+    skipped = sum(len(p.not_previewed) for p in previews)
+    print(f"preview: {charts} chart render(s) in {len(previews)} cluster(s), {skipped} not previewed, "
+          f"{len(problems)} problem(s), {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    if not charts and skipped:
+        print("preview: no chart could be rendered, so nothing was proven: set SLURMGEN_CHART_DIR to a folder of "
+              "unpacked charts or let --preview pull them (SLURMGEN_CHART_PULL)", file=sys.stderr)
+        return 2
+    return 2 if problems else 0
+
+
 def _summary(result: object, out: Path, ref: str | None, base_dir: Path | None, *, subset: bool) -> int:
     """Print the PR summary; with --spec, only the named clusters are compared."""
     from .review import BaseUnavailable, trees_from_dir, trees_from_git
@@ -166,7 +208,9 @@ def _summary(result: object, out: Path, ref: str | None, base_dir: Path | None, 
     new = {c.spec.name: dict(c.files) for c in result.clusters}  # type: ignore[attr-defined]
     if subset:
         old = {name: tree for name, tree in old.items() if name in new}
-    sys.stdout.write(summarize(old, new, catalog=result.catalog))  # type: ignore[attr-defined]
+    from .preview.diff import chart_section
+
+    sys.stdout.write(summarize(old, new, catalog=result.catalog, charts=chart_section))  # type: ignore[attr-defined]
     return 0
 
 

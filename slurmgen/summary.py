@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from .catalog.catalog import InstanceType, load_catalog
 from .guards import IMMUTABLE, POLICY_KINDS, STATEFUL, _MISSING, field, has_policy, policy_names
@@ -274,8 +274,12 @@ def _headline(old: Tree, new: Tree, catalog: Mapping[str, InstanceType]) -> list
 
 
 def summarize(old: Mapping[str, Tree], new: Mapping[str, Tree],
-              catalog: Mapping[str, InstanceType] | None = None) -> str:
-    """Markdown comparing two renders ({cluster: {path: object}}); deterministic, pasteable into a PR."""
+              catalog: Mapping[str, InstanceType] | None = None,
+              charts: Callable[[str, Tree, Tree], list[str]] | None = None) -> str:
+    """Markdown comparing two renders ({cluster: {path: object}}); deterministic, pasteable into a PR.
+
+    `charts(cluster, old, new)` adds the section on changed Helm sources (slurmgen/preview/diff.py).
+    """
     catalog = catalog if catalog is not None else load_catalog()
     out = ["## slurmgen: what this change deploys", ""]
     changed_any = False
@@ -296,6 +300,9 @@ def summarize(old: Mapping[str, Tree], new: Mapping[str, Tree],
             out += ["**Capacity**", "", *table, ""]
         out += ["**Objects by Argo CD application**", ""]
         out += _objects(cluster, a, b)
+        chart_lines = charts(cluster, a, b) if charts else []
+        if chart_lines:
+            out += ["", "**Helm charts** (rendered at base and head; `main.py --preview`)", "", *chart_lines]
         conf = slurmconf_changes(a, b)
         if conf:
             out += ["", "**Effective slurm.conf** (as slurm-operator 1.2.1 writes it; `main.py --explain slurm.conf`)", ""]

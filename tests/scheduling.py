@@ -1,9 +1,7 @@
-"""What the scheduler would decide, for tests: chart values as Helm merges them, node affinity and taints.
+"""Chart values as Helm merges them, for tests: the pinned defaults (vendored) overlaid with our valuesObject.
 
-Small and literal on purpose: `helm_values` is Helm's coalesce (maps merge key by key, anything else
-replaces, lists whole), `selects` is the Kubernetes nodeSelectorTerms rule (terms OR-ed, expressions
-AND-ed), `tolerates` the taint/toleration rule, and `node_labels` what Karpenter puts on a node of a
-NodePool (its template labels, the single-valued `In` requirements, `karpenter.sh/nodepool`).
+The scheduling rules themselves (`node_labels`, `selects`, `tolerates`) live in
+`slurmgen/preview/placement.py`, which `--preview` applies to the pods the charts really render.
 """
 
 from __future__ import annotations
@@ -13,7 +11,8 @@ from typing import Any
 
 import yaml
 
-from slurmgen.spec.loader import merge
+from slurmgen.preview.placement import helm_merge as merge
+from slurmgen.preview.placement import node_labels, selects, tolerates  # noqa: F401  (re-exported for tests)
 
 
 # Keys of subcharts whose values.yaml is not in the pinned copies (kube-prometheus-stack 88.5.3 depends
@@ -65,49 +64,3 @@ def helm_values(charts: Path, source: dict[str, Any]) -> dict[str, Any]:
     defaults = pinned_defaults(charts, source)
     assert defaults is not None, f"no pinned defaults of {source['chart']} {source['targetRevision']}"
     return merge(defaults, source["helm"].get("valuesObject", {}))
-
-
-def node_labels(nodepool: dict[str, Any]) -> dict[str, str]:
-    template = nodepool["spec"]["template"]
-    labels = dict(template["metadata"].get("labels", {}))
-    for req in template["spec"]["requirements"]:
-        if req["operator"] == "In" and len(req["values"]) == 1:
-            labels[req["key"]] = req["values"][0]
-    labels["karpenter.sh/nodepool"] = nodepool["metadata"]["name"]
-    return labels
-
-
-def _expression(expr: dict[str, Any], labels: dict[str, str]) -> bool:
-    key, op, values = expr["key"], expr["operator"], expr.get("values", [])
-    if op == "In":
-        return key in labels and labels[key] in values
-    if op == "NotIn":
-        return key not in labels or labels[key] not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    raise ValueError(f"operator {op} not modelled")
-
-
-def selects(affinity: dict[str, Any] | None, node_selector: dict[str, str] | None, labels: dict[str, str]) -> bool:
-    """True when a pod with this nodeSelector and affinity may be scheduled on a node with these labels."""
-    if any(labels.get(k) != v for k, v in (node_selector or {}).items()):
-        return False
-    required = ((affinity or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-    if not required:
-        return True
-    return any(all(_expression(e, labels) for e in term.get("matchExpressions", []))
-               for term in required["nodeSelectorTerms"])
-
-
-def tolerates(tolerations: list[dict[str, Any]] | None, taint: dict[str, Any]) -> bool:
-    for tol in tolerations or []:
-        if tol.get("effect") and tol["effect"] != taint["effect"]:
-            continue
-        if tol.get("operator", "Equal") == "Exists":
-            if not tol.get("key") or tol["key"] == taint["key"]:
-                return True
-        elif tol.get("key") == taint["key"] and tol.get("value") == taint.get("value"):
-            return True
-    return False

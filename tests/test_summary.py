@@ -56,6 +56,14 @@ def render_summary(tmp_path: Path, spec_name: str, edits, capsys) -> str:
     return capsys.readouterr().out
 
 
+@pytest.fixture(autouse=True)
+def no_chart_source(monkeypatch, tmp_path):
+    """The chart section's 'not previewed' line is the same on every machine: no chart folder, cache or pull."""
+    monkeypatch.delenv("SLURMGEN_CHART_DIR", raising=False)
+    monkeypatch.setenv("SLURMGEN_CHART_PULL", "0")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_summary_matches_golden(case, tmp_path, capsys):
     spec_name, edits = CASES[case]

@@ -1,0 +1,266 @@
+"""Find each pinned chart locally and render it offline with a Helm v4 SDK (no helm binary).
+
+Where a chart comes from, first match wins:
+1. `SLURMGEN_CHART_DIR/<chart>/` (unpacked chart folders, e.g. ../shared/chart-sources/), whose
+   Chart.yaml must carry the pinned version (the release placeholder `v0.0.0` of a chart *source*
+   is replaced by the pinned version in a private copy, as the chart's release does);
+2. the local cache, `$XDG_CACHE_HOME/slurmgen/charts/<chart>-<version>.tgz`;
+3. a pull into that cache from the Application's repository (OCI or HTTP), when `pull` is on and
+   the repository is reachable.
+Otherwise the chart is "not previewed: no chart source", a note rather than a failure.
+
+`helm_python` (PyPI `helm-python-sdk`, requirements-preview.txt) is imported here only, lazily:
+synth never loads its 80 MB native library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from .placement import helm_merge
+
+Obj = dict[str, Any]
+PLACEHOLDER_VERSIONS = {"v0.0.0", "0.0.0"}
+
+
+class PreviewUnavailable(Exception):
+    """The Helm SDK is not installed: one line saying how to get it."""
+
+
+def helm_sdk() -> Any:
+    """The `helm_python` module, or PreviewUnavailable naming the install command."""
+    try:
+        import helm_python  # noqa: PLC0415  (lazy on purpose: synth must not load it)
+    except ImportError as err:
+        raise PreviewUnavailable(
+            "--preview needs the Helm SDK (helm-python-sdk, pinned in requirements-preview.txt): "
+            f"run 'make preview-install' ({err})") from err
+    return helm_python
+
+
+@dataclass(frozen=True)
+class HelmSource:
+    """What one Argo CD Application asks Helm to render."""
+
+    application: str
+    repo_url: str
+    chart: str
+    version: str
+    release_name: str
+    namespace: str
+    values: Obj
+
+    @classmethod
+    def of(cls, app: Obj) -> "HelmSource | None":
+        """The Helm source of an Application, None for a directory source."""
+        source = app["spec"]["source"]
+        if "chart" not in source:
+            return None
+        helm = source.get("helm") or {}
+        return cls(application=app["metadata"]["name"], repo_url=source["repoURL"], chart=source["chart"],
+                   version=str(source["targetRevision"]), release_name=helm.get("releaseName") or app["metadata"]["name"],
+                   namespace=app["spec"]["destination"].get("namespace") or "default",
+                   values=helm.get("valuesObject") or {})
+
+
+@dataclass
+class ChartRender:
+    """The objects one chart renders with our values, and what the chart declares."""
+
+    source: HelmSource
+    origin: str                               # where the chart came from (folder or archive)
+    objects: list[Obj]                        # templates (hooks included) and crds/, in a stable order
+    defaults: Obj                             # the chart's default values, subcharts coalesced
+    schema: Obj | None = None                 # its values.schema.json
+    schema_errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # differences of a chart source from its archive
+    assumed_kinds: set[tuple[str, str]] = field(default_factory=set)  # kinds the archive adds, absent here
+
+
+def _norm(version: str) -> str:
+    return version[1:] if version.startswith("v") else version
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "slurmgen" / "charts"
+
+
+@dataclass
+class ChartLocator:
+    """Where charts are read from; one instance per run keeps one private copy of each patched source."""
+
+    chart_dir: Path | None = None
+    pull: bool = False
+    _scratch: Path | None = None
+    renders: dict[str, ChartRender] = field(default_factory=dict)  # one render per chart and values (fleets share them)
+    _offline: str | None = None  # the first pull failure: further pulls are not tried
+
+    def locate(self, source: HelmSource) -> tuple[Path | None, list[str], str]:
+        """(chart path or None, notes, why not found)."""
+        unusable = ""
+        if self.chart_dir is not None:
+            folder = self.chart_dir / source.chart
+            if (folder / "Chart.yaml").is_file():
+                found = self._from_folder(folder, source)
+                if found[0] is not None:
+                    return found
+                unusable = found[2]  # a folder of another version, or one missing subcharts: try the cache
+        archive = cache_dir() / f"{source.chart}-{source.version}.tgz"
+        if archive.is_file():
+            return archive, [], ""
+        if self.pull and self._offline is None:
+            try:
+                return self._pull(source, archive), [], ""
+            except Exception as err:  # noqa: BLE001  (any SDK error means: not reachable now)
+                self._offline = str(err).splitlines()[0][:200]
+        where = unusable or (f"not in {self.chart_dir}" if self.chart_dir else "SLURMGEN_CHART_DIR unset")
+        why = f"{where}, not cached"
+        if self._offline:
+            why += f", repository not reachable ({self._offline})"
+        elif not self.pull:
+            why += ", pull off"
+        return None, [], why
+
+    def _from_folder(self, folder: Path, source: HelmSource) -> tuple[Path | None, list[str], str]:
+        meta = yaml.safe_load((folder / "Chart.yaml").read_text(encoding="utf-8")) or {}
+        version = str(meta.get("version", ""))
+        missing = _missing_dependencies(folder, meta, source.values)
+        if missing:
+            return None, [], (f"{folder} lacks its dependencies {', '.join(missing)} (declared in Chart.yaml, "
+                              "absent from charts/)")
+        if _norm(version) == _norm(source.version):
+            return folder, [], ""
+        if version not in PLACEHOLDER_VERSIONS:
+            return None, [], f"{folder} is version {version}, the Application pins {source.version}"
+        # A chart source before release (cert-manager): the release sets version and appVersion,
+        # and image tags default to appVersion, so render a copy stamped as the release would be.
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="slurmgen-preview-"))
+        copy = self._scratch / source.chart
+        if not copy.exists():
+            shutil.copytree(folder, copy)
+            text = (copy / "Chart.yaml").read_text(encoding="utf-8")
+            text = re.sub(r"(?m)^(version|appVersion):.*$", lambda m: f"{m.group(1)}: {source.version}", text)
+            (copy / "Chart.yaml").write_text(text, encoding="utf-8")
+        return copy, [f"chart source has placeholder version {version}: rendered as {source.version} "
+                      "(version and appVersion set as the release does)"], ""
+
+    def _pull(self, source: HelmSource, archive: Path) -> Path:
+        helm = helm_sdk()
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        if "://" in source.repo_url:
+            helm.pull(source.chart, repo_url=source.repo_url, version=source.version, destination=archive.parent)
+        else:  # Argo CD reads a scheme-less repoURL of a Helm source as an OCI registry
+            helm.pull(f"oci://{source.repo_url}/{source.chart}", version=source.version, destination=archive.parent)
+        if not archive.is_file():
+            raise FileNotFoundError(f"pull wrote no {archive.name}")
+        return archive
+
+    def close(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+
+# Helm's own manifest separator (pkg/release/v1/util/manifest.go SplitManifests @ v4): `---` at
+# a line start ends a document even when a comment follows it on the same line.
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # libyaml: CRDs are megabytes
+    """Safe loading; a bare `=` is the string "=" (PyYAML resolves it to a 'value' tag no loader constructs)."""
+
+
+_Loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+_LOADER = _Loader
+_SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
+
+
+def _missing_dependencies(folder: Path, meta: Obj, values: Obj) -> list[str]:
+    """Declared dependencies that our values enable but the chart folder does not hold."""
+    raw = yaml.safe_load((folder / "values.yaml").read_text(encoding="utf-8")) if (folder / "values.yaml").is_file() else {}
+    merged = helm_merge(raw or {}, values)
+    missing = []
+    for dep in meta.get("dependencies") or []:
+        name = dep["name"]
+        enabled: Any = True
+        for cond in filter(None, str(dep.get("condition") or "").split(",")):
+            node: Any = merged
+            for key in cond.strip().split("."):
+                node = node.get(key) if isinstance(node, dict) else None
+            if isinstance(node, bool):
+                enabled = node
+                break
+        if enabled and not (folder / "charts" / name).is_dir() and not list((folder / "charts").glob(f"{name}-*.tgz")):
+            missing.append(name)
+    return missing
+
+
+def _documents(manifests: dict[str, str]) -> Iterator[Obj]:
+    """Every object of the rendered templates, in template path order (NOTES.txt and empty docs dropped)."""
+    for path in sorted(manifests):
+        if not path.endswith((".yaml", ".yml", ".json")):
+            continue
+        for doc in (yaml.load(part, Loader=_LOADER) for part in _SEPARATOR.split(manifests[path]) if part.strip()):
+            if isinstance(doc, dict) and doc.get("kind"):
+                if doc["kind"].endswith("List") and isinstance(doc.get("items"), list):
+                    yield from (item for item in doc["items"] if isinstance(item, dict))
+                else:
+                    yield doc
+
+
+def _source_gaps(path: Path, source: HelmSource, values: Obj) -> tuple[list[str], set[tuple[str, str]]]:
+    """What a chart *source* lacks against its archive, known per chart (../shared/chart-sources/SOURCES.md)."""
+    crds = path / "templates" / "crds"
+    if path.is_dir() and crds.is_dir() and not any(crds.glob("*.yaml")):
+        # external-secrets: CRDs are generated into templates/crds/ at release (hack/helm.generate.sh),
+        # rendered when installCRDs is true.
+        if values.get("installCRDs", True):
+            return ([f"chart source lacks the CRDs its archive renders into {crds.relative_to(path)}/: "
+                     "counted as CustomResourceDefinition"], {("apiextensions.k8s.io", "CustomResourceDefinition")})
+    return [], set()
+
+
+def _render_manifests(helm: Any, chart: Any, source: HelmSource, kube_version: str | None) -> dict[str, str]:
+    """Template the chart; with the cluster's Kubernetes version when known.
+
+    Argo CD passes the destination's version (`helm template --kube-version`); the SDK's
+    `Chart.render` has no keyword for it, but its native call takes `kube_version` in the same
+    options object (helm-python-sdk 0.2.2 chart.py render -> helm_render), so it is passed there.
+    """
+    if kube_version is None:
+        return dict(chart.render(source.values, name=source.release_name, namespace=source.namespace, is_install=True))
+    from helm_python import _native  # noqa: PLC0415  (pinned 0.2.2; see the docstring)
+
+    opts = {"name": source.release_name, "namespace": source.namespace, "is_install": True, "kube_version": kube_version}
+    manifests: dict[str, str] = json.loads(_native.call_string("helm_render", chart._raw(), json.dumps(source.values),
+                                                               json.dumps(opts)))
+    return manifests
+
+
+def render(source: HelmSource, path: Path, notes: list[str], kube_version: str | None = None) -> ChartRender:
+    """Render one chart as Argo CD does (`helm template --include-crds`, release name, destination namespace)."""
+    helm = helm_sdk()
+    with helm.Chart.load(str(path)) as chart:
+        # Coalescing drops keys whose default is null (nvidia mofedEnabled): overlay the raw values.yaml.
+        defaults = helm_merge(chart.merge_values({}), chart.values)
+        schema_errors: list[str] = []
+        try:
+            chart.validate_schema(source.values)
+        except helm.HelmValuesError as err:
+            schema_errors.append(str(err).splitlines()[0])
+        manifests = _render_manifests(helm, chart, source, kube_version)
+        crds = [doc for item in sorted(chart.crds, key=lambda c: c["filename"])
+                for doc in yaml.load_all(item["data"], Loader=_LOADER) if isinstance(doc, dict) and doc.get("kind")]
+        merged = chart.merge_values(source.values)
+        schema = chart.schema
+    gap_notes, assumed = _source_gaps(path, source, merged)
+    return ChartRender(source=source, origin=str(path), objects=crds + list(_documents(manifests)),
+                       defaults=defaults, schema=schema, schema_errors=schema_errors, notes=notes + gap_notes,
+                       assumed_kinds=assumed)

@@ -1,0 +1,88 @@
+"""Where a pod may be scheduled: node labels of a NodePool, node affinity and taints, literally.
+
+Shared by `--preview` (on pods the charts really render) and the tests (on chart defaults merged
+with our values). Small on purpose: `selects` is the Kubernetes nodeSelectorTerms rule (terms
+OR-ed, expressions AND-ed; k8s.io/component-helpers scheduling/corev1/nodeaffinity), `tolerates`
+the taint/toleration rule (k8s.io/api core/v1 toleration.go ToleratesTaint), `node_labels` what
+Karpenter puts on a node of a NodePool (its template labels, the single-valued `In` requirements,
+`karpenter.sh/nodepool`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+Obj = dict[str, Any]
+
+
+def helm_merge(base: Any, override: Any) -> Any:
+    """Helm's coalesce of values: maps merge key by key, anything else (lists too) is replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        out = dict(base)
+        for key, value in override.items():
+            out[key] = helm_merge(base.get(key), value)
+        return out
+    return override
+
+
+def node_labels(nodepool: Obj) -> dict[str, str]:
+    """Labels every node of a Karpenter NodePool carries (those a pod can rely on)."""
+    template = nodepool["spec"]["template"]
+    labels = dict((template.get("metadata") or {}).get("labels") or {})
+    for req in template["spec"].get("requirements") or []:
+        if req["operator"] == "In" and len(req["values"]) == 1:
+            labels[req["key"]] = req["values"][0]
+    labels["karpenter.sh/nodepool"] = nodepool["metadata"]["name"]
+    return labels
+
+
+def _expression(expr: Obj, labels: Mapping[str, str]) -> bool:
+    key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt"):
+        if key not in labels:
+            return False
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except (ValueError, IndexError):
+            return False
+        return have > want if op == "Gt" else have < want
+    raise ValueError(f"node selector operator {op!r} not modelled")
+
+
+def selects(affinity: Obj | None, node_selector: Mapping[str, str] | None, labels: Mapping[str, str]) -> bool:
+    """True when a pod with this nodeSelector and affinity may be scheduled on a node with these labels."""
+    if any(labels.get(k) != v for k, v in (node_selector or {}).items()):
+        return False
+    required = ((affinity or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not required:
+        return True
+    return any(all(_expression(e, labels) for e in term.get("matchExpressions") or [])
+               for term in required.get("nodeSelectorTerms") or [])
+
+
+def tolerates(tolerations: list[Obj] | None, taint: Obj) -> bool:
+    """True when one of the tolerations tolerates the taint."""
+    for tol in tolerations or []:
+        if tol.get("effect") and tol["effect"] != taint["effect"]:
+            continue
+        if tol.get("operator", "Equal") == "Exists":
+            if not tol.get("key") or tol["key"] == taint["key"]:
+                return True
+        elif tol.get("key") == taint["key"] and (tol.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def lands_on(pod: Obj, labels: Mapping[str, str], taints: list[Obj]) -> bool:
+    """A pod spec (nodeSelector, affinity, tolerations) may run on a node with these labels and taints."""
+    return (selects(pod.get("affinity"), pod.get("nodeSelector"), labels)
+            and all(tolerates(pod.get("tolerations"), t) for t in taints
+                    if t.get("effect") in ("NoSchedule", "NoExecute")))

@@ -39,7 +39,7 @@ def test_removing_fsx_is_refused_until_allowed(tmp_path, rendered_example, capsy
     err = capsys.readouterr().err.splitlines()
     # THEN each stateful object is named with the flag that approves it, and nothing is written
     assert "example: refusing to remove PersistentVolumeClaim slurm/fsx, which holds state (its data would go with it); " \
-           "pass --allow-destroy PersistentVolumeClaim/fsx if you mean it" in err
+           "pass --allow-destroy example:PersistentVolumeClaim/fsx if you mean it" in err
     assert any("PersistentVolume example-fsx" in line for line in err)
     assert read_tree(rendered_example) == before
     # AND with every approval it goes through
@@ -53,7 +53,7 @@ def test_changing_an_immutable_controller_field_is_refused(tmp_path, rendered_ex
     assert main(["--spec", str(spec), "--out", str(rendered_example)]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line == ("example: refusing to change spec.clusterName of Controller slurm/slurm ('slurm-on-eks' -> 'renamed'): "
-                    "it forces a re-creation or the operator refuses it; pass --allow-destroy Controller/slurm if you mean it")
+                    "it forces a re-creation or the operator refuses it; pass --allow-destroy example:Controller/slurm if you mean it")
     # --check reports the same refusal (CI fails before anything merges)
     assert main(["--spec", str(spec), "--out", str(rendered_example), "--check"]) == 2
 

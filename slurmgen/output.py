@@ -236,12 +236,19 @@ def write_all(out: Path, trees: Mapping[str, Mapping[str, Any]], survey_: Survey
     found = survey_ or survey(out, list(trees))
     if found.problems:
         raise OutputError(found.problems)
+    created = not os.path.lexists(out)
     out.mkdir(parents=True, exist_ok=True)
-    for leftover in found.leftovers:
-        shutil.rmtree(leftover)
+    try:
+        _swap_in(out, trees)
+    except BaseException:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)  # nothing of ours in it: leave no empty folder behind
+        raise
+    # Only once the new trees are in: a failed run leaves the folder exactly as it was.
     if not found.marked:
         (out / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
-    _swap_in(out, trees)
+    for leftover in found.leftovers:
+        shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _swap_in(out: Path, trees: Mapping[str, Mapping[str, Any]]) -> None:

@@ -93,12 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               "(default dist/)", file=sys.stderr)
         return 2
     found = output.survey(out, names)
-    if found.problems and not args.check:
+    if found.problems:
+        # Not (entirely) ours: synth refuses; --check reports it without reading what is in the way.
         for line in found.problems:
-            print(line, file=sys.stderr)
-        return 2
+            print(line, file=sys.stdout if args.check else sys.stderr)
+        return 1 if args.check else 2
     try:
-        clash = _collisions(result, out, found)
+        clash = _collisions(result, out)
         refused = clash + result.guard(out, args.allow_destroy) + result.sync_problems(out)
     except guards.BadApproval as err:
         refused = err.lines
@@ -111,12 +112,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(line, file=sys.stderr)
         return 2
     full = not args.spec  # every spec rendered: a cluster folder without a spec is stale
-    orphans = result.orphans(out) if full and not found.problems else []
+    orphans = result.orphans(out) if full else []
     if args.check:
-        drift = found.problems + [output.leftover_line(p) for p in found.leftovers]
-        if os.path.lexists(out) and not found.marked and not found.problems:
+        drift = [output.leftover_line(p) for p in found.leftovers]
+        if os.path.lexists(out) and not found.marked:
             drift.append(f"added:   {out / output.MARKER} (synth writes the marker that makes {out} slurmgen's)")
-        drift += result.compare(out) if not found.problems else []
+        drift += result.compare(out)
         for line in drift + [_orphan_line(out, name) for name in orphans]:
             print(line)
         if drift:
@@ -152,12 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 @contextmanager
 def _signals_unwind() -> Iterator[None]:
-    """While writing, SIGTERM and SIGHUP unwind like an exception, so the writer swaps back what it
-    swapped and removes its temporary folders (the default action would just end the process)."""
+    """While writing, SIGTERM, SIGHUP and SIGINT unwind as SystemExit(128 + signal), so the writer
+    swaps back what it swapped and removes its temporary folders, with no traceback (the default
+    action would end the process on the spot, or print one for Ctrl-C)."""
     def _exit(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
-    previous = {sig: signal.signal(sig, _exit) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {sig: signal.signal(sig, _exit) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     try:
         yield
     finally:
@@ -165,13 +167,13 @@ def _signals_unwind() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _collisions(result: object, out: Path, found: object) -> list[str]:
+def _collisions(result: object, out: Path) -> list[str]:
     """Shared names between the rendered clusters, and with the other cluster trees already in `out/`."""
     from . import collisions, guards, output
 
     trees = [collisions.Tree(c.spec.source, c.files) for c in result.clusters]  # type: ignore[attr-defined]
     rendered = {c.spec.name for c in result.clusters}  # type: ignore[attr-defined]
-    if os.path.isdir(out) and not found.problems:  # type: ignore[attr-defined]
+    if os.path.isdir(out):
         for entry in sorted(os.listdir(out)):
             folder = out / entry
             if entry not in rendered and not entry.startswith(".") and output.cluster_problem(folder, entry) is None:

@@ -9,6 +9,7 @@ a deliberate act: synth refuses with exit 2 and names the object, unless the use
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -32,12 +33,15 @@ IMMUTABLE: Mapping[str, tuple[tuple[str, ...], ...]] = {
     # the operator's StatefulSet update would fail on every reconcile.
     "Controller": (("spec", "clusterName"), ("spec", "slurmKeyRef"), ("spec", "jwtKeyRef"),
                    ("spec", "persistence", "enabled"), ("spec", "persistence", "storageClassName"),
-                   ("spec", "persistence", "accessModes"), ("spec", "persistence", "resources")),
-    "Accounting": (("spec", "jwtKeyRef"),),
+                   ("spec", "persistence", "accessModes"), ("spec", "persistence", "resources"),
+                   ("spec", "jwtHs256KeyRef")),
+    # internal/webhook/{controller,accounting,nodeset,loginset}_webhook.go@v1.2.1: ValidateUpdate
+    "Accounting": (("spec", "jwtKeyRef"), ("spec", "jwtHs256KeyRef")),
     "NodeSet": (("spec", "controllerRef"), ("spec", "volumeClaimTemplates")),
     "LoginSet": (("spec", "controllerRef"),),
-    "PersistentVolumeClaim": (("spec", "storageClassName"), ("spec", "volumeName"), ("spec", "accessModes")),
-    "PersistentVolume": (("spec", "csi"), ("spec", "storageClassName")),
+    "PersistentVolumeClaim": (("spec", "storageClassName"), ("spec", "volumeName"), ("spec", "accessModes"),
+                              ("spec", "volumeMode")),
+    "PersistentVolume": (("spec", "csi"), ("spec", "storageClassName"), ("spec", "volumeMode")),
     "StorageClass": (("provisioner",), ("parameters",), ("reclaimPolicy",), ("volumeBindingMode",)),
     "MariaDB": (("spec", "storage", "storageClassName"), ("spec", "rootPasswordSecretKeyRef"),
                 ("spec", "passwordSecretKeyRef"), ("spec", "username"), ("spec", "database")),
@@ -130,8 +134,14 @@ def read_tree(root: Path) -> dict[str, Obj]:
             path = Path(dirpath) / name
             if not name.endswith(".yaml"):
                 continue
-            if path.is_symlink():
-                broken.append(f"{path}: a symbolic link in a rendered tree (not followed); remove it")
+            try:
+                mode = path.lstat().st_mode
+            except OSError as err:
+                broken.append(f"{path}: cannot read the previous render ({err.strerror}); restore or delete it")
+                continue
+            if not stat.S_ISREG(mode):  # a symlink is never followed, a FIFO never opened
+                kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+                broken.append(f"{path}: {kind} in a rendered tree (not followed); remove it")
                 continue
             try:
                 obj = parse_object(path.read_bytes().decode("utf-8"))

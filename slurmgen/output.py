@@ -91,8 +91,11 @@ class OutputError(Exception):
 
 def forbidden(out: Path, repo: Path) -> str | None:
     """Why `out` can never be an output folder (/, the home folder, the repository or above it), or None."""
-    target = out.resolve()
-    home = Path.home().resolve()
+    try:
+        target = out.resolve()
+        home = Path.home().resolve()
+    except (OSError, RuntimeError) as err:  # a symlink loop, no home directory
+        return f"a path that cannot be resolved ({err})"
     if target == Path(target.anchor):
         return "the filesystem root"
     if target == home or target in home.parents:

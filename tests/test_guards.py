@@ -68,6 +68,9 @@ def test_harmless_changes_pass(tmp_path, rendered_example):
     ("PersistentVolumeClaim", ("spec", "storageClassName"), "", "gp3"),
     ("StorageClass", ("parameters",), {"a": "1"}, {"a": "2"}),
     ("MariaDB", ("spec", "storage", "storageClassName"), "gp3", "io2"),
+    ("PersistentVolumeClaim", ("spec", "volumeMode"), "Filesystem", "Block"),
+    ("Controller", ("spec", "jwtHs256KeyRef"), {"name": "a", "key": "k"}, {"name": "b", "key": "k"}),
+    ("Accounting", ("spec", "jwtHs256KeyRef"), {"name": "a", "key": "k"}, {"name": "b", "key": "k"}),
 ])
 def test_immutable_field_table(kind, path, old, new):
     def obj(value):

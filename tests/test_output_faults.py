@@ -164,6 +164,36 @@ def test_a_broken_file_in_the_output_is_one_line_in_synth_and_drift_in_check(ren
     assert "Traceback" not in "\n".join(out + err)
 
 
+def test_a_fifo_in_the_output_is_never_opened(rendered_out, tmp_path, capsys):
+    # GIVEN a named pipe where a rendered file was (opening it would block forever)
+    fifo = rendered_out / "t" / "slurm" / "controller-slurm.yaml"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    # WHEN --check and synth run, THEN both answer in the same one line, without opening it
+    line = (f"{rendered_out / 't'}: not a tree slurmgen writes: {fifo} is not a regular file; "
+            "move it away, or pass --out with a new or empty folder")
+    rc, out, _ = run_cli(capsys, "--spec", str(spec(tmp_path)), "--out", str(rendered_out), "--check")
+    assert rc == 1 and out == [line]
+    rc, _, err = run_cli(capsys, "--spec", str(spec(tmp_path)), "--out", str(rendered_out))
+    assert rc == 2 and err == [line]
+
+
+def test_check_of_a_foreign_folder_is_drift_and_reads_nothing_in_it(tmp_path, capsys):
+    foreign = tmp_path / "notes"
+    (foreign / "t").mkdir(parents=True)
+    (foreign / "t" / "todo.yaml").write_text("kind: [broken\n")
+    rc, out, _ = run_cli(capsys, "--spec", str(spec(tmp_path)), "--out", str(foreign), "--check")
+    assert rc == 1 and len(out) == 1 and "not a slurmgen output folder" in out[0]
+
+
+def test_an_output_folder_below_a_file_is_one_line(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x\n")
+    rc, _, err = run_cli(capsys, "--spec", str(spec(tmp_path)), "--out", str(blocker / "dist"))
+    assert rc == 2 and len(err) == 1 and err[0].startswith(f"{blocker / 'dist'}: cannot write: Not a directory")
+    assert blocker.read_text() == "x\n"
+
+
 # --- failing file systems ---------------------------------------------------------------------
 
 

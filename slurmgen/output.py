@@ -181,9 +181,9 @@ def survey(out: Path, names: list[str]) -> Survey:
             result.leftovers.append(path)
         elif not result.marked and entry != MARKER:
             # An unmarked folder is adopted only when it holds nothing but cluster trees we rendered.
-            problem = cluster_problem(path, entry)
-            if problem:
-                result.problems.append(f"{out}: not a slurmgen output folder (no {MARKER} marker), and {problem}; {advice}")
+            if cluster_problem(path, entry):
+                result.problems.append(f"{out}: not a slurmgen output folder: no {MARKER} marker, and {entry!r} in it "
+                                       f"is not a cluster tree slurmgen rendered; {advice}")
                 return result
     if result.marked:
         for name in names:

@@ -115,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     orphans = result.orphans(out) if full else []
     if args.check:
         drift = [output.leftover_line(p) for p in found.leftovers]
+        if found.interrupted:
+            drift.append(output.interrupted_line(out, found.interrupted))
         if os.path.lexists(out) and not found.marked:
             drift.append(f"added:   {out / output.MARKER} (synth writes the marker that makes {out} slurmgen's)")
         drift += result.compare(out)
@@ -143,6 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{out}: cannot write: {err.strerror or err}{where}; no cluster folder was changed", file=sys.stderr)
             return 2
         print(f"wrote {result.object_count} objects for {len(result.clusters)} cluster(s) into {out}")
+        mixed = [name for name in found.interrupted if name not in names]
+        if mixed:
+            print(f"warning: {output.interrupted_line(out, mixed)}", file=sys.stderr)
         for name in orphans:
             print(f"warning: {_orphan_line(out, name)}", file=sys.stderr)
     if args.timings:

@@ -21,7 +21,7 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
@@ -78,6 +78,9 @@ MARKER_TEXT = ("slurmgen output folder: every <cluster>/ folder here is rendered
                "clusters/<cluster>.yaml and replaced whole by each synth. Put nothing else here.\n")
 # Temporary folders of a run: `.<cluster>.new-XXXX` (the tree being written, or the old one after
 # the swap) and `.<cluster>.old-XXXX` (without renameat2). A crash (SIGKILL) can leave them.
+# Written just before the swaps, removed right after: a SIGKILL between two swaps leaves it, naming
+# the clusters that may hold either render (the only window where a reader could see a mix).
+JOURNAL = ".slurmgen.swapping"
 _LEFTOVER = re.compile(r"^\.(?P<cluster>[^/]+)\.(?:new|old)-[A-Za-z0-9_]+$")
 
 
@@ -145,6 +148,7 @@ class Survey:
     problems: list[str] = field(default_factory=list)
     leftovers: list[Path] = field(default_factory=list)
     marked: bool = False
+    interrupted: list[str] = field(default_factory=list)  # clusters an interrupted swap may have left mixed
 
 
 def survey(out: Path, names: list[str]) -> Survey:
@@ -176,6 +180,13 @@ def survey(out: Path, names: list[str]) -> Survey:
             return result
     for entry in entries:
         path = out / entry
+        if entry == JOURNAL and path.is_file() and not path.is_symlink():
+            try:
+                result.interrupted = sorted({n for n in path.read_text(encoding="utf-8", errors="replace").split()
+                                             if n and not n.startswith(".") and "/" not in n})
+            except OSError as err:
+                result.problems.append(f"{path}: cannot read: {err.strerror or err}")
+            continue
         match = _LEFTOVER.match(entry)
         if match and path.is_dir() and not path.is_symlink():
             result.leftovers.append(path)
@@ -197,6 +208,12 @@ def survey(out: Path, names: list[str]) -> Survey:
 def leftover_line(path: Path) -> str:
     """--check's line for a temporary folder an interrupted synth left."""
     return f"leftover: {path}: temporary folder of an interrupted synth; the next synth removes it"
+
+
+def interrupted_line(out: Path, names: list[str]) -> str:
+    """--check's line for a synth killed between two swaps."""
+    return (f"interrupted: {out}: a synth was killed while swapping in {', '.join(names)}; each may hold the new or "
+            "the old render: run synth again")
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -242,7 +259,7 @@ def write_all(out: Path, trees: Mapping[str, Mapping[str, Any]], survey_: Survey
     created = not os.path.lexists(out)
     out.mkdir(parents=True, exist_ok=True)
     try:
-        _swap_in(out, trees)
+        _swap_in(out, trees, journal=out / JOURNAL, pending=found.interrupted)
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)  # nothing of ours in it: leave no empty folder behind
@@ -252,10 +269,28 @@ def write_all(out: Path, trees: Mapping[str, Mapping[str, Any]], survey_: Survey
         (out / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
     for leftover in found.leftovers:
         shutil.rmtree(leftover, ignore_errors=True)
+    # Every tree of this run is in; clusters an earlier interrupted run left mixed and that this
+    # run (--spec) did not rewrite stay named.
+    _write_journal(out / JOURNAL, [name for name in found.interrupted if name not in trees])
 
 
-def _swap_in(out: Path, trees: Mapping[str, Mapping[str, Any]]) -> None:
-    """Stage every tree beside its target, then swap them all in (rolled back on any failure)."""
+def _write_journal(journal: Path, names: Iterable[str]) -> None:
+    """Name `names` in the journal (remove it when there is none)."""
+    names = sorted(set(names))
+    if names:
+        journal.write_text("".join(f"{n}\n" for n in names), encoding="utf-8")
+    else:
+        journal.unlink(missing_ok=True)
+
+
+def _swap_in(out: Path, trees: Mapping[str, Mapping[str, Any]], journal: Path | None = None,
+             pending: Iterable[str] = ()) -> None:
+    """Stage every tree beside its target, then swap them all in (rolled back on any failure).
+
+    `journal`, when given, names the clusters being swapped (and the `pending` ones an earlier
+    interrupted run left) while the swaps run (see JOURNAL); after a rollback only `pending`.
+    """
+    pending = list(pending)
     staged: dict[str, Path] = {}
     undo: list[tuple[str, Callable[[], None]]] = []
     olds: list[Path] = []
@@ -264,10 +299,14 @@ def _swap_in(out: Path, trees: Mapping[str, Mapping[str, Any]]) -> None:
             staged[name] = Path(tempfile.mkdtemp(prefix=f".{name}.new-", dir=out))
             write_tree(staged[name], files)
         try:
+            if journal is not None:
+                _write_journal(journal, [*pending, *trees])
             for name in trees:
                 undo.append((name, _swap(staged[name], out / name, olds)))
         except BaseException:
             _rollback(out, undo)
+            if journal is not None:
+                _write_journal(journal, pending)
             raise
     finally:
         for path in [*staged.values(), *olds]:

@@ -300,6 +300,50 @@ def test_sigterm_mid_write_cleans_up_before_exiting(rendered_out, tmp_path):
     assert sorted(p.name for p in rendered_out.iterdir()) == [MARKER, "t"]
 
 
+_KILLED_BETWEEN_SWAPS = """
+import sys, time
+from pathlib import Path
+from slurmgen import cli, output
+real, calls = output._swap, []
+def slow(staging, target, olds):
+    undo = real(staging, target, olds)
+    calls.append(target)
+    if len(calls) == 1:
+        Path(sys.argv[1]).write_text("one swapped")
+        time.sleep(60)
+    return undo
+output._swap = slow
+sys.exit(cli.main(sys.argv[2:]))
+"""
+
+
+def test_sigkill_between_two_swaps_is_named_by_check_and_repaired_by_synth(tmp_path, capsys):
+    # GIVEN two clusters rendered, then a synth of both killed after the first swap, before the second
+    out = tmp_path / "dist"
+    args = ["--spec", str(spec(tmp_path, "a")), "--spec", str(spec(tmp_path, "b")), "--out", str(out)]
+    assert main(args) == 0
+    (out / "a" / "compute" / "old.yaml").write_text("kind: ConfigMap\n")
+    (out / "b" / "compute" / "old.yaml").write_text("kind: ConfigMap\n")
+    flag = tmp_path / "swapped.flag"
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_BETWEEN_SWAPS, str(flag), *args], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not flag.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.kill()
+    proc.communicate(timeout=60)
+    # THEN a is new and b old (a mix), and --check says exactly which clusters may be mixed
+    assert not (out / "a" / "compute" / "old.yaml").exists() and (out / "b" / "compute" / "old.yaml").exists()
+    capsys.readouterr()
+    rc, lines, _ = run_cli(capsys, *args, "--check")
+    assert rc == 1 and output.interrupted_line(out, ["a", "b"]) in lines
+    # AND the next synth writes both, removes the journal and the leftovers; --check is clean again
+    assert main(args) == 0
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "a", "b"]
+    assert main([*args, "--check"]) == 0
+
+
 # --- summary base -----------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -164,6 +165,9 @@ def _signals_unwind() -> Iterator[None]:
     def _exit(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (main() called from a worker thread)
+        return
     previous = {sig: signal.signal(sig, _exit) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     try:
         yield

@@ -76,11 +76,11 @@ def _exchange(a: Path, b: Path) -> bool:
 MARKER = ".slurmgen"
 MARKER_TEXT = ("slurmgen output folder: every <cluster>/ folder here is rendered by slurmgen from "
                "clusters/<cluster>.yaml and replaced whole by each synth. Put nothing else here.\n")
-# Temporary folders of a run: `.<cluster>.new-XXXX` (the tree being written, or the old one after
-# the swap) and `.<cluster>.old-XXXX` (without renameat2). A crash (SIGKILL) can leave them.
 # Written just before the swaps, removed right after: a SIGKILL between two swaps leaves it, naming
 # the clusters that may hold either render (the only window where a reader could see a mix).
 JOURNAL = ".slurmgen.swapping"
+# Temporary folders of a run: `.<cluster>.new-XXXX` (the tree being written, or the old one after
+# the swap) and `.<cluster>.old-XXXX` (without renameat2). A crash (SIGKILL) can leave them.
 _LEFTOVER = re.compile(r"^\.(?P<cluster>[^/]+)\.(?:new|old)-[A-Za-z0-9_]+$")
 
 
@@ -171,8 +171,9 @@ def survey(out: Path, names: list[str]) -> Survey:
     marker = out / MARKER
     if MARKER in entries:
         try:
-            result.marked = (not marker.is_symlink() and marker.is_file()
-                             and marker.read_text(encoding="utf-8", errors="replace").startswith("slurmgen output folder"))
+            if not marker.is_symlink() and marker.is_file():
+                with marker.open("rb") as handle:
+                    result.marked = handle.read(len(MARKER_TEXT)).startswith(b"slurmgen output folder")
         except OSError:
             result.marked = False
         if not result.marked:

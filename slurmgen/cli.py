@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [c.spec.name for c in result.clusters]
     why = output.forbidden(out, REPO)
     if why:
-        print(f"{out}: refusing to use {why} as the output folder; pass --out with a folder of its own "
+        print(f"{out}: refusing to use it as the output folder: {why}; pass --out with a folder of its own "
               "(default dist/)", file=sys.stderr)
         return 2
     found = output.survey(out, names)

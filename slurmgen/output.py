@@ -98,14 +98,14 @@ def forbidden(out: Path, repo: Path) -> str | None:
         target = out.resolve()
         home = Path.home().resolve()
     except (OSError, RuntimeError) as err:  # a symlink loop, no home directory
-        return f"a path that cannot be resolved ({err})"
+        return f"it cannot be resolved ({err})"
     if target == Path(target.anchor):
-        return "the filesystem root"
+        return "it is the filesystem root"
     if target == home or target in home.parents:
-        return "the home folder (or a folder above it)"
+        return "it is the home folder (or a folder above it)"
     repo = repo.resolve()
     if target == repo or target in repo.parents:
-        return f"the repository {repo} (or a folder above it): its clusters/, slurmgen/ and .git/ would be in the way"
+        return f"it is the repository {repo} (or a folder above it), where clusters/, slurmgen/ and .git/ live"
     return None
 
 

@@ -69,8 +69,8 @@ def resolve_ref(ref: str, top: str) -> str:
 
 def trees_from_git(ref: str, out: Path) -> Trees:
     """The same, for the output folder as committed at `ref` (read with `git archive`, no checkout)."""
-    out = out.resolve()
     try:
+        out = out.resolve()
         top = subprocess.run(["git", "-C", str(out.parent), "rev-parse", "--show-toplevel"], check=True,
                              capture_output=True, text=True).stdout.strip()
         rel = out.relative_to(Path(top).resolve()).as_posix()
@@ -83,7 +83,7 @@ def trees_from_git(ref: str, out: Path) -> Trees:
         if message and "did not match any files" in message[-1]:
             return {}  # the folder did not exist at that ref: everything is new
         raise BaseUnavailable(f"cannot read {out} at {ref}: {message[-1] if message else err}") from None
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, RuntimeError) as err:
         raise BaseUnavailable(f"cannot read {out} at {ref}: {err}") from None
     trees: Trees = {}
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:

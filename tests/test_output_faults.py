@@ -68,7 +68,9 @@ def test_a_cluster_named_like_a_repo_folder_cannot_replace_it_with_out_dot(tmp_p
         rc, _, err = run_cli(capsys, "--out", out)
         # THEN exit 2, one line naming the refusal, and the repository is unchanged
         assert rc == 2
-        assert len(err) == 1 and "refusing to use the repository" in err[0], err
+        assert err == [f"{out}: refusing to use it as the output folder: it is the repository {repo.resolve()} (or a "
+                       "folder above it), where clusters/, slurmgen/ and .git/ live; pass --out with a folder of its "
+                       "own (default dist/)"]
     assert snapshot(repo) == before
 
 
@@ -80,7 +82,7 @@ def test_the_filesystem_root_and_home_are_refused(where, tmp_path, monkeypatch, 
     out = "/" if where == "/" else str(home)
     rc, _, err = run_cli(capsys, "--spec", str(spec(tmp_path)), "--out", out)
     assert rc == 2 and len(err) == 1
-    assert ("the filesystem root" if where == "/" else "the home folder") in err[0]
+    assert ("it is the filesystem root" if where == "/" else "it is the home folder") in err[0]
     assert list(home.iterdir()) == []
 
 

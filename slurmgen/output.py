@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import re
 import shutil
@@ -58,13 +59,18 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two existing paths (Linux renameat2); False when the platform cannot."""
+@functools.lru_cache(maxsize=1)
+def _renameat2() -> Any:
+    """libc's renameat2, looked up once (find_library runs ldconfig: ~3 ms a call); None when absent."""
     libc_name = ctypes.util.find_library("c")
     if not libc_name:
-        return False
-    libc = ctypes.CDLL(libc_name, use_errno=True)
-    fn = getattr(libc, "renameat2", None)
+        return None
+    return getattr(ctypes.CDLL(libc_name, use_errno=True), "renameat2", None)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two existing paths (Linux renameat2); False when the platform cannot."""
+    fn = _renameat2()
     if fn is None:
         return False
     rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)

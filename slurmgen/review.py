@@ -83,7 +83,9 @@ def trees_from_git(ref: str, out: Path) -> Trees:
         if message and "did not match any files" in message[-1]:
             return {}  # the folder did not exist at that ref: everything is new
         raise BaseUnavailable(f"cannot read {out} at {ref}: {message[-1] if message else err}") from None
-    except (OSError, ValueError, RuntimeError) as err:
+    except BaseUnavailable:
+        raise
+    except (OSError, ValueError, RuntimeError) as err:  # RuntimeError: a symlink loop in --out
         raise BaseUnavailable(f"cannot read {out} at {ref}: {err}") from None
     trees: Trees = {}
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:

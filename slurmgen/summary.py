@@ -153,7 +153,7 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
                 a, b = field(was, path), field(now, path)
                 if a is not _MISSING and a != b:
                     notes.append(f"immutable field: {label} {'.'.join(path)} changes; synth needs --allow-destroy "
-                                 f"{kind}/{now['metadata']['name']}")
+                                 f"{cluster}:{kind}/{now['metadata']['name']}")
         if kind == "NodePool" and now is not None:
             before = (was or {}).get("spec", {}).get("limits", {})
             for key, value in sorted(now["spec"].get("limits", {}).items()):
@@ -185,7 +185,7 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
     for title, name in gone:
         if title in POLICY_KINDS:
             notes.append(f"policy: {title} '{name}' left the spec; the accounts Job deletes it from slurmdbd "
-                         f"(synth needs --allow-destroy {POLICY_KINDS[title]}/{name})")
+                         f"(synth needs --allow-destroy {cluster}:{POLICY_KINDS[title]}/{name})")
         else:
             notes.append(f"policy: User '{name}' left the spec; the accounts Job deletes its associations "
                          "under slurmgen's accounts (its job records stay)")

@@ -285,7 +285,7 @@ def test_summary_names_the_flag_an_account_removal_needs():
     notes = [n for n in _attention("c", old, new) if n.startswith("policy:")]
     assert notes == [
         "policy: Account 'legacy' left the spec; the accounts Job deletes it from slurmdbd "
-        "(synth needs --allow-destroy SlurmAccount/legacy)",
+        "(synth needs --allow-destroy c:SlurmAccount/legacy)",
         "policy: User 'dave' left the spec; the accounts Job deletes its associations under slurmgen's accounts "
         "(its job records stay)",
     ]

@@ -175,7 +175,7 @@ def _show(value: Any) -> str:
     return "unset" if value is _MISSING else repr(value)
 
 
-def _shrinks(was: Any, now: Any) -> str | None:
+def shrinkage(was: Any, now: Any) -> str | None:
     """"OLD -> NEW" when a storage quantity gets smaller (or unreadable, which cannot be proven safe)."""
     if was is _MISSING or was == now:
         return None
@@ -232,7 +232,7 @@ def destructive_changes(cluster: str, old: Iterable[Obj], new: Iterable[Obj]) ->
             continue
         size = SIZES.get(kind)
         if size is not None:
-            shrink = _shrinks(field(obj, size), field(after[ident], size))
+            shrink = shrinkage(field(obj, size), field(after[ident], size))
             if shrink:
                 where = f"{namespace}/{name}" if namespace else name
                 changes.append(Change(cluster, kind, namespace, name,

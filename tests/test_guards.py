@@ -181,3 +181,14 @@ def test_an_unmatched_approval_fails_the_command_line(tmp_path, rendered_example
     assert capsys.readouterr().err.splitlines() == [
         "--allow-destroy MariaDB/mariadb: matches no destructive change of this run; remove it "
         "(or check the cluster, kind and name)"]
+
+
+def test_the_summary_flags_a_shrink_with_the_scoped_approval():
+    from slurmgen.summary import _attention
+    path = ("spec", "resources", "requests", "storage")
+    old = {"storage/pvc.yaml": _sized("PersistentVolumeClaim", path, "2400Gi")}
+    new = {"storage/pvc.yaml": _sized("PersistentVolumeClaim", path, "1200Gi")}
+    notes = [n for n in _attention("c", old, new) if n.startswith("shrinks:")]
+    assert len(notes) == 1 and notes[0].endswith(
+        "spec.resources.requests.storage '2400Gi' -> '1200Gi'; synth needs --allow-destroy c:PersistentVolumeClaim/x")
+    assert [n for n in _attention("c", new, old) if n.startswith("shrinks:")] == []

@@ -249,7 +249,8 @@ def destructive_changes(cluster: str, old: Iterable[Obj], new: Iterable[Obj]) ->
 
 
 class BadApproval(ValueError):
-    """An --allow-destroy value that is malformed, ambiguous or matches nothing: one line each."""
+    """An --allow-destroy value that is malformed, ambiguous or matches nothing: one line each, then
+    the changes still refused."""
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
@@ -288,6 +289,7 @@ def unapproved(changes: Iterable[Change], approvals: Iterable[str]) -> list[Chan
                             "(or check the cluster, kind and name)")
             continue
         approved.update(c.scoped for c in hits)
+    left = [c for c in changes if c.scoped not in approved]
     if problems:
-        raise BadApproval(problems)
-    return [c for c in changes if c.scoped not in approved]
+        raise BadApproval(problems + [str(c) for c in left])  # every problem at once
+    return left

@@ -173,7 +173,10 @@ def test_an_ambiguous_malformed_or_unmatched_approval_is_an_error(approval, expe
     from slurmgen.guards import BadApproval, unapproved
     with pytest.raises(BadApproval) as err:
         unapproved([_change("a"), _change("b")], [approval])
-    assert err.value.lines == [expected]
+    # THEN the approval's line first, then every change still refused (all problems at once)
+    assert err.value.lines[0] == expected
+    refused = [str(_change("b"))] if approval.startswith("a:P") else [str(_change("a")), str(_change("b"))]
+    assert err.value.lines[1:] == refused
 
 
 def test_an_unmatched_approval_fails_the_command_line(tmp_path, rendered_example, capsys):

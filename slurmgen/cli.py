@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -28,8 +31,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="output root; default: $CDK8S_OUTDIR, else dist/")
     p.add_argument("--check", action="store_true",
                    help="render into a temporary folder and compare with the output root; exit 1 on drift")
-    p.add_argument("--allow-destroy", action="append", default=[], metavar="KIND/NAME",
-                   help="approve removing a stateful object or changing an immutable field of it (repeatable)")
+    p.add_argument("--allow-destroy", action="append", default=[], metavar="CLUSTER:KIND/NAME",
+                   help="approve removing a stateful object, shrinking its volume or changing an immutable field "
+                        "of it, in one cluster (repeatable); KIND/NAME alone only when one cluster has that change")
     p.add_argument("--timings", action="store_true", help="print how long each step took (stderr)")
     p.add_argument("--summary", action="store_true",
                    help="print a Markdown summary of what changes against the base, write nothing")
@@ -93,7 +97,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _preview(result, args.cluster)
     if args.summary:
         return _summary(result, out, args.base, args.base_dir, subset=bool(args.spec))
-    refused = result.guard(out, args.allow_destroy) + result.sync_problems(out)
+    from . import guards, output
+
+    names = [c.spec.name for c in result.clusters]
+    why = output.forbidden(out, REPO)
+    if why:
+        print(f"{out}: refusing to use it as the output folder: {why}; pass --out with a folder of its own "
+              "(default dist/)", file=sys.stderr)
+        return 2
+    found = output.survey(out, names)
+    if found.problems:
+        # Not (entirely) ours: synth refuses; --check reports it without reading what is in the way.
+        for line in found.problems:
+            print(line, file=sys.stdout if args.check else sys.stderr)
+        return 1 if args.check else 2
+    try:
+        clash = _collisions(result, out)
+        refused = clash + result.guard(out, args.allow_destroy) + result.sync_problems(out)
+    except guards.BadApproval as err:
+        refused = err.lines
+    except guards.UnreadableTree as err:
+        for line in err.lines:
+            print(line, file=sys.stdout if args.check else sys.stderr)
+        return 1 if args.check else 2
     if refused:
         for line in refused:
             print(line, file=sys.stderr)
@@ -101,7 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     full = not args.spec  # every spec rendered: a cluster folder without a spec is stale
     orphans = result.orphans(out) if full else []
     if args.check:
-        drift = result.compare(out)
+        drift = [output.leftover_line(p) for p in found.leftovers]
+        if found.interrupted:
+            drift.append(output.interrupted_line(out, found.interrupted))
+        if os.path.lexists(out) and not found.marked:
+            drift.append(f"added:   {out / output.MARKER} (synth writes the marker that makes {out} slurmgen's)")
+        drift += result.compare(out)
         for line in drift + [_orphan_line(out, name) for name in orphans]:
             print(line)
         if drift:
@@ -115,15 +146,63 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         print(f"{out}: up to date ({result.object_count} objects in {len(result.clusters)} cluster(s))")
     else:
-        with result.timer("write"):
-            result.write(out)
+        try:
+            with result.timer("write"), _signals_unwind():
+                output.write_all(out, {c.spec.name: result.texts(c) for c in result.clusters}, found)
+        except output.OutputError as err:
+            for line in err.lines:
+                print(line, file=sys.stderr)
+            return 2
+        except OSError as err:
+            where = f" ({err.filename})" if err.filename else ""
+            print(f"{out}: cannot write: {err.strerror or err}{where}; no cluster folder was changed", file=sys.stderr)
+            return 2
         print(f"wrote {result.object_count} objects for {len(result.clusters)} cluster(s) into {out}")
+        mixed = [name for name in found.interrupted if name not in names]
+        if mixed:
+            print(f"warning: {output.interrupted_line(out, mixed)}", file=sys.stderr)
         for name in orphans:
             print(f"warning: {_orphan_line(out, name)}", file=sys.stderr)
     if args.timings:
         for line in result.timing_lines():
             print(line, file=sys.stderr)
     return 0
+
+
+@contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """While writing, SIGTERM, SIGHUP and SIGINT unwind as SystemExit(128 + signal), so the writer
+    swaps back what it swapped and removes its temporary folders, with no traceback (the default
+    action would end the process on the spot, or print one for Ctrl-C)."""
+    def _exit(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (main() called from a worker thread)
+        return
+    previous = {sig: signal.signal(sig, _exit) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _collisions(result: object, out: Path) -> list[str]:
+    """Shared names between the rendered clusters, and with the other cluster trees already in `out/`."""
+    from . import collisions, guards, output
+
+    trees = [collisions.Tree(c.spec.source, c.files) for c in result.clusters]  # type: ignore[attr-defined]
+    rendered = {c.spec.name for c in result.clusters}  # type: ignore[attr-defined]
+    if os.path.isdir(out):
+        for entry in sorted(os.listdir(out)):
+            folder = out / entry
+            if entry not in rendered and not entry.startswith(".") and output.cluster_problem(folder, entry) is None:
+                try:
+                    trees.append(collisions.Tree(str(folder), guards.read_tree(folder)))
+                except guards.UnreadableTree:
+                    continue  # not ours to judge: --check reports it, synth never writes it
+    return collisions.problems(trees)
 
 
 def _orphan_line(out: Path, name: str) -> str:

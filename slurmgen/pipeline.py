@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import guards, verify
 from .slurmconf import checks as slurmconf_checks
-from .output import dump, read_tree, replace_dir
+from .output import NOT_A_FILE, dump, read_tree, write_all
 from .catalog.catalog import CatalogError, InstanceType, load_catalog, site_catalog_path
 from .rendered import RenderedCluster
 from .spec import SpecError, load_specs
@@ -67,15 +67,16 @@ class Result:
         return cached if cached is not None else {rel: dump(obj) for rel, obj in cluster.files.items()}
 
     def guard(self, out: Path, allow: Iterable[str] = ()) -> list[str]:
-        """Destructive changes against the trees in `out/` that `allow` (KIND/NAME) does not approve."""
-        allowed = set(allow)
-        lines: list[str] = []
-        for cluster in self.clusters:
-            old = list(self.base(out / cluster.spec.name).values())
-            for change in guards.destructive_changes(cluster.spec.name, old, cluster.files.values()):
-                if change.key not in allowed:
-                    lines.append(str(change))
-        return lines
+        """Destructive changes against the trees in `out/` that `allow` does not approve.
+
+        Raises guards.BadApproval for an approval that is ambiguous or matches nothing, and
+        guards.UnreadableTree when a previous tree cannot be read (its objects cannot be checked).
+        """
+        changes = [change for cluster in self.clusters
+                   for change in guards.destructive_changes(cluster.spec.name,
+                                                            list(self.base(out / cluster.spec.name).values()),
+                                                            cluster.files.values())]
+        return [str(change) for change in guards.unapproved(changes, allow)]
 
     def sync_problems(self, out: Path) -> list[str]:
         """slurm.conf problems at a sync wave of the change from the trees in `out/` to this render
@@ -95,12 +96,16 @@ class Result:
         names = {c.spec.name for c in self.clusters}
         if not out.is_dir():
             return []
-        return sorted(p.name for p in out.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in names)
+        return sorted(p.name for p in out.iterdir()
+                      if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and p.name not in names)
 
     def write(self, out: Path) -> None:
-        """Replace `out/<cluster>/` for every rendered cluster; other folders are left alone."""
-        for cluster in self.clusters:
-            replace_dir(out / cluster.spec.name, self.texts(cluster))
+        """Replace `out/<cluster>/` for every rendered cluster, all or nothing; other folders are left alone.
+
+        Raises output.OutputError when `out` (or a cluster folder in it) is not ours, OSError when
+        the file system fails.
+        """
+        write_all(out, {cluster.spec.name: self.texts(cluster) for cluster in self.clusters})
 
     def compare(self, out: Path) -> list[str]:
         """Readable drift between this render and `out/`: one line per file, then a short diff."""
@@ -109,7 +114,9 @@ class Result:
             root = out / cluster.spec.name
             new, old = self.texts(cluster), read_tree(root)
             for rel in sorted(set(new) | set(old)):
-                if rel not in old:
+                if old.get(rel) == NOT_A_FILE:
+                    lines.append(f"foreign: {root / rel} (not a regular file; never followed, synth refuses it)")
+                elif rel not in old:
                     lines.append(f"added:   {root / rel}")
                 elif rel not in new:
                     lines.append(f"removed: {root / rel}")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from .catalog.catalog import InstanceType, load_catalog
-from .guards import IMMUTABLE, POLICY_KINDS, STATEFUL, _MISSING, field, has_policy, policy_names
+from .guards import IMMUTABLE, POLICY_KINDS, SIZES, STATEFUL, _MISSING, shrinkage, field, has_policy, policy_names
 from .rendered import images
 from .slurmconf.checks import wave_problems
 from .slurmconf.diff import changes as slurmconf_changes
@@ -164,12 +164,18 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
             if verb != "changes" or data_paths:
                 detail = f" ({', '.join(data_paths)})" if data_paths else ""
                 notes.append(f"stateful: {verb} {label}{detail}")
+        size = SIZES.get(kind or "")
+        if size is not None and was is not None and now is not None:
+            shrink = shrinkage(field(was, size), field(now, size))
+            if shrink:
+                notes.append(f"shrinks: {label} {'.'.join(size)} {shrink}; synth needs --allow-destroy "
+                             f"{cluster}:{kind}/{now['metadata']['name']}")
         if was is not None and now is not None:
             for path in IMMUTABLE.get(kind or "", ()):
                 a, b = field(was, path), field(now, path)
                 if a is not _MISSING and a != b:
                     notes.append(f"immutable field: {label} {'.'.join(path)} changes; synth needs --allow-destroy "
-                                 f"{kind}/{now['metadata']['name']}")
+                                 f"{cluster}:{kind}/{now['metadata']['name']}")
         if kind == "NodePool" and now is not None:
             before = (was or {}).get("spec", {}).get("limits", {})
             for key, value in sorted(now["spec"].get("limits", {}).items()):
@@ -201,7 +207,7 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
     for title, name in gone:
         if title in POLICY_KINDS:
             notes.append(f"policy: {title} '{name}' left the spec; the accounts Job deletes it from slurmdbd "
-                         f"(synth needs --allow-destroy {POLICY_KINDS[title]}/{name})")
+                         f"(synth needs --allow-destroy {cluster}:{POLICY_KINDS[title]}/{name})")
         else:
             notes.append(f"policy: User '{name}' left the spec; the accounts Job deletes its associations "
                          "under slurmgen's accounts (its job records stay)")

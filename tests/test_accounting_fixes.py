@@ -172,7 +172,7 @@ def test_removing_an_account_or_qos_needs_allow_destroy_but_a_user_does_not():
     changes = guards.destructive_changes("c", [old], [new])
     # THEN the account and the QoS are refused, each approvable by its own key; the user is not
     assert sorted(c.key for c in changes) == ["SlurmAccount/legacy", "SlurmQOS/old"]
-    assert "pass --allow-destroy SlurmAccount/legacy" in str(next(c for c in changes if c.name == "legacy"))
+    assert "pass --allow-destroy c:SlurmAccount/legacy" in str(next(c for c in changes if c.name == "legacy"))
 
 
 def test_cli_refuses_an_account_removal_until_approved(tmp_path, capsys):
@@ -194,7 +194,7 @@ policy:
     capsys.readouterr()
     # THEN synth refuses with exit 2 and leaves dist untouched, and passes once approved
     assert main(["--spec", str(spec), "--out", str(out)]) == 2
-    assert "--allow-destroy SlurmAccount/b" in capsys.readouterr().err
+    assert "--allow-destroy t:SlurmAccount/b" in capsys.readouterr().err
     assert (out / "t" / "slurm" / "configmap-slurm-accounts.yaml").read_text() == before
     assert main(["--spec", str(spec), "--out", str(out), "--allow-destroy", "SlurmAccount/b"]) == 0
 
@@ -285,7 +285,7 @@ def test_summary_names_the_flag_an_account_removal_needs():
     notes = [n for n in _attention("c", old, new) if n.startswith("policy:")]
     assert notes == [
         "policy: Account 'legacy' left the spec; the accounts Job deletes it from slurmdbd "
-        "(synth needs --allow-destroy SlurmAccount/legacy)",
+        "(synth needs --allow-destroy c:SlurmAccount/legacy)",
         "policy: User 'dave' left the spec; the accounts Job deletes its associations under slurmgen's accounts "
         "(its job records stay)",
     ]

@@ -39,7 +39,7 @@ def test_removing_fsx_is_refused_until_allowed(tmp_path, rendered_example, capsy
     err = capsys.readouterr().err.splitlines()
     # THEN each stateful object is named with the flag that approves it, and nothing is written
     assert "example: refusing to remove PersistentVolumeClaim slurm/fsx, which holds state (its data would go with it); " \
-           "pass --allow-destroy PersistentVolumeClaim/fsx if you mean it" in err
+           "pass --allow-destroy example:PersistentVolumeClaim/fsx if you mean it" in err
     assert any("PersistentVolume example-fsx" in line for line in err)
     assert read_tree(rendered_example) == before
     # AND with every approval it goes through
@@ -53,7 +53,7 @@ def test_changing_an_immutable_controller_field_is_refused(tmp_path, rendered_ex
     assert main(["--spec", str(spec), "--out", str(rendered_example)]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line == ("example: refusing to change spec.clusterName of Controller slurm/slurm ('slurm-on-eks' -> 'renamed'): "
-                    "it forces a re-creation or the operator refuses it; pass --allow-destroy Controller/slurm if you mean it")
+                    "it forces a re-creation or the operator refuses it; pass --allow-destroy example:Controller/slurm if you mean it")
     # --check reports the same refusal (CI fails before anything merges)
     assert main(["--spec", str(spec), "--out", str(rendered_example), "--check"]) == 2
 
@@ -68,6 +68,9 @@ def test_harmless_changes_pass(tmp_path, rendered_example):
     ("PersistentVolumeClaim", ("spec", "storageClassName"), "", "gp3"),
     ("StorageClass", ("parameters",), {"a": "1"}, {"a": "2"}),
     ("MariaDB", ("spec", "storage", "storageClassName"), "gp3", "io2"),
+    ("PersistentVolumeClaim", ("spec", "volumeMode"), "Filesystem", "Block"),
+    ("Controller", ("spec", "jwtHs256KeyRef"), {"name": "a", "key": "k"}, {"name": "b", "key": "k"}),
+    ("Accounting", ("spec", "jwtHs256KeyRef"), {"name": "a", "key": "k"}, {"name": "b", "key": "k"}),
 ])
 def test_immutable_field_table(kind, path, old, new):
     def obj(value):
@@ -101,3 +104,94 @@ def test_missing_crd_schemas_fail_plainly(tmp_path, capsys):
     [line] = capsys.readouterr().err.splitlines()
     assert line == f"cannot validate the rendered objects: CRD directory {tmp_path / 'none'} does not exist"
     assert main(["--spec", str(EXAMPLE), "--out", str(tmp_path), "--check", "--crd-dir", str(tmp_path / "none")]) == 2
+
+
+def _sized(kind: str, path: tuple[str, ...], value: str) -> dict:
+    body: dict = {}
+    node = body
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    return {"apiVersion": "v1", "kind": kind, "metadata": {"name": "x", "namespace": "ns"}, **body}
+
+
+@pytest.mark.parametrize("kind,path", [
+    ("PersistentVolumeClaim", ("spec", "resources", "requests", "storage")),
+    ("PersistentVolume", ("spec", "capacity", "storage")),
+    ("MariaDB", ("spec", "storage", "size")),
+])
+def test_shrinking_a_volume_is_refused_and_growing_it_is_not(kind, path):
+    # GIVEN a volume of 1200Gi, WHEN it shrinks to 1Ti (1024Gi), THEN refused; growing to 2400Gi passes
+    [change] = destructive_changes("c", [_sized(kind, path, "1200Gi")], [_sized(kind, path, "1Ti")])
+    assert change.what.startswith(f"shrink {'.'.join(path)} of {kind} ns/x ('1200Gi' -> '1Ti')")
+    assert destructive_changes("c", [_sized(kind, path, "1200Gi")], [_sized(kind, path, "2400Gi")]) == []
+    assert destructive_changes("c", [_sized(kind, path, "1024Gi")], [_sized(kind, path, "1Ti")]) == []
+
+
+def test_any_change_of_the_controller_volume_is_refused():
+    # The operator copies persistence into the StatefulSet's volumeClaimTemplates, which Kubernetes never updates.
+    path = ("spec", "persistence", "resources")
+    [change] = destructive_changes("c", [_sized("Controller", path, "4Gi")], [_sized("Controller", path, "2Gi")])
+    assert change.key == "Controller/x" and "spec.persistence.resources" in change.what
+
+
+def test_shrinking_the_example_fsx_is_refused_on_the_command_line(tmp_path, rendered_example, capsys):
+    spec = edited(tmp_path, "sizeGiB: 2400", "sizeGiB: 1200")
+    before = read_tree(rendered_example)
+    assert main(["--spec", str(spec), "--out", str(rendered_example)]) == 2
+    err = capsys.readouterr().err
+    assert "example: refusing to shrink spec.resources.requests.storage of PersistentVolumeClaim slurm/fsx" in err
+    assert read_tree(rendered_example) == before
+
+
+def _change(cluster: str, kind: str = "PersistentVolumeClaim", name: str = "fsx"):
+    from slurmgen.guards import Change
+    return Change(cluster, kind, "slurm", name, "remove it")
+
+
+def test_approvals_are_scoped_to_one_cluster():
+    from slurmgen.guards import unapproved
+    changes = [_change("a"), _change("b")]
+    # GIVEN the same change in two clusters, WHEN one is approved by CLUSTER:KIND/NAME, THEN the other stays refused
+    assert unapproved(changes, ["a:PersistentVolumeClaim/fsx"]) == [_change("b")]
+    assert unapproved(changes, ["a:PersistentVolumeClaim/fsx", "b:PersistentVolumeClaim/fsx"]) == []
+    # AND the old KIND/NAME form approves a change only one cluster has
+    assert unapproved([_change("a")], ["PersistentVolumeClaim/fsx"]) == []
+
+
+@pytest.mark.parametrize("approval,expected", [
+    ("PersistentVolumeClaim/fsx", "--allow-destroy PersistentVolumeClaim/fsx: ambiguous, clusters a, b all have this "
+                                  "change; name each one: --allow-destroy a:PersistentVolumeClaim/fsx, "
+                                  "--allow-destroy b:PersistentVolumeClaim/fsx"),
+    ("a:MariaDB/mariadb", "--allow-destroy a:MariaDB/mariadb: matches no destructive change of this run; remove it "
+                          "(or check the cluster, kind and name)"),
+    ("c:PersistentVolumeClaim/fsx", "--allow-destroy c:PersistentVolumeClaim/fsx: matches no destructive change of "
+                                    "this run; remove it (or check the cluster, kind and name)"),
+    ("fsx", "--allow-destroy fsx: expected CLUSTER:KIND/NAME (e.g. example:PersistentVolumeClaim/fsx)"),
+])
+def test_an_ambiguous_malformed_or_unmatched_approval_is_an_error(approval, expected):
+    from slurmgen.guards import BadApproval, unapproved
+    with pytest.raises(BadApproval) as err:
+        unapproved([_change("a"), _change("b")], [approval])
+    # THEN the approval's line first, then every change still refused (all problems at once)
+    assert err.value.lines[0] == expected
+    refused = [str(_change("b"))] if approval.startswith("a:P") else [str(_change("a")), str(_change("b"))]
+    assert err.value.lines[1:] == refused
+
+
+def test_an_unmatched_approval_fails_the_command_line(tmp_path, rendered_example, capsys):
+    assert main(["--spec", str(EXAMPLE), "--out", str(rendered_example), "--allow-destroy", "MariaDB/mariadb"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "--allow-destroy MariaDB/mariadb: matches no destructive change of this run; remove it "
+        "(or check the cluster, kind and name)"]
+
+
+def test_the_summary_flags_a_shrink_with_the_scoped_approval():
+    from slurmgen.summary import _attention
+    path = ("spec", "resources", "requests", "storage")
+    old = {"storage/pvc.yaml": _sized("PersistentVolumeClaim", path, "2400Gi")}
+    new = {"storage/pvc.yaml": _sized("PersistentVolumeClaim", path, "1200Gi")}
+    notes = [n for n in _attention("c", old, new) if n.startswith("shrinks:")]
+    assert len(notes) == 1 and notes[0].endswith(
+        "spec.resources.requests.storage '2400Gi' -> '1200Gi'; synth needs --allow-destroy c:PersistentVolumeClaim/x")
+    assert [n for n in _attention("c", new, old) if n.startswith("shrinks:")] == []

@@ -1,0 +1,49 @@
+"""Cluster-scoped names shared by two clusters on one destination: an error naming both specs."""
+
+from __future__ import annotations
+
+from slurmgen.cli import main
+from slurmgen.output import read_tree
+from tests.conftest import MINIMAL_SPEC
+
+
+def _spec(tmp_path, cluster: str, nodeset: str, server: str | None = None):
+    text = MINIMAL_SPEC.replace("name: t", f"name: {cluster}").replace("gpu", nodeset)
+    if server:
+        text = text.replace('gitops: {repoURL: "https://github.com/o/r.git"}',
+                            f'gitops: {{repoURL: "https://github.com/o/r.git", destinationServer: "{server}"}}')
+    path = tmp_path / f"{cluster}.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_two_clusters_rendering_the_same_nodepool_name_are_refused(tmp_path, capsys):
+    # GIVEN `foo` with nodeset `slurm-spot` and `foo-slurm` with nodeset `spot`: both NodePools are `foo-slurm-spot`
+    a, b = _spec(tmp_path, "foo", "slurm-spot"), _spec(tmp_path, "foo-slurm", "spot")
+    out = tmp_path / "dist"
+    # WHEN both render to the same API server
+    rc = main(["--spec", str(a), "--spec", str(b), "--out", str(out)])
+    # THEN exit 2, each shared name once, naming both spec files; nothing written
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and not out.exists()
+    assert f"{a}: name: cluster-scoped NodePool foo-slurm-spot on https://kubernetes.default.svc is also rendered " \
+           f"by {b}; names must be unique per destination: rename this cluster or the nodeset" in err
+    assert any("EC2NodeClass foo-slurm-spot" in line for line in err)
+    assert all(str(a) in line and str(b) in line for line in err)
+
+
+def test_the_same_names_on_different_destinations_are_fine(tmp_path, capsys):
+    a = _spec(tmp_path, "foo", "slurm-spot")
+    b = _spec(tmp_path, "foo-slurm", "spot", server="https://ABCDEF.gr7.us-west-2.eks.amazonaws.com")
+    assert main(["--spec", str(a), "--spec", str(b), "--out", str(tmp_path / "dist")]) == 0
+
+
+def test_a_collision_with_a_cluster_already_in_the_output_folder_is_refused(tmp_path, capsys):
+    # GIVEN foo rendered alone, WHEN foo-slurm is rendered alone into the same folder
+    out = tmp_path / "dist"
+    assert main(["--spec", str(_spec(tmp_path, "foo", "slurm-spot")), "--out", str(out)]) == 0
+    before = read_tree(out)
+    rc = main(["--spec", str(_spec(tmp_path, "foo-slurm", "spot")), "--out", str(out)])
+    # THEN refused, naming the folder of the other cluster
+    assert rc == 2 and f"is also rendered by {out / 'foo'}" in capsys.readouterr().err
+    assert read_tree(out) == before

@@ -109,3 +109,36 @@ def test_extends_chain_deeper_than_the_cap_is_refused(tmp_path):
     with pytest.raises(SpecError) as err:
         load_spec(spec)
     assert "more than 4 levels of extends" in str(err.value)
+
+
+def _string_fields(node, path=(), defs=None):
+    """(path, schema) for every string-typed field of the spec schema, $refs followed."""
+    defs = defs if defs is not None else node["$defs"]
+    if "$ref" in node:
+        node = {**defs[node["$ref"].split("/")[-1]], **{k: v for k, v in node.items() if k != "$ref"}}
+    types = node.get("type")
+    if types == "string" or (isinstance(types, list) and "string" in types):
+        yield path, node
+    for key, sub in node.get("properties", {}).items():
+        yield from _string_fields(sub, (*path, key), defs)
+    for key in ("items", "additionalProperties", "propertyNames"):
+        if isinstance(node.get(key), dict):
+            yield from _string_fields({"type": "string", **node[key]} if key == "propertyNames" else node[key],
+                                      (*path, f"<{key}>"), defs)
+    for branch in node.get("oneOf", []) + node.get("anyOf", []):
+        yield from _string_fields(branch, path, defs)
+
+
+def test_every_string_field_is_a_whole_string_pattern_or_a_whole_file():
+    # GIVEN every string field of the spec schema
+    from slurmgen.spec import _schema
+    from slurmgen.spec._text import MULTILINE
+    fields = list(_string_fields(_schema.schema()))
+    assert len(fields) > 80
+    # THEN each is an enum, or a pattern anchored at both ends (the central check removes the
+    # newline that `$` would accept), or one of the whole-file fields scanned for secrets instead
+    free = {path for path, node in fields if "pattern" not in node and "enum" not in node}
+    assert free == MULTILINE
+    for path, node in fields:
+        if "pattern" in node:
+            assert node["pattern"].startswith("^") and node["pattern"].endswith("$"), path

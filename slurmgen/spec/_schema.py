@@ -49,10 +49,26 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(schema())
 
 
+# Hints for patterns written inline (not a $def), keyed by the pattern itself.
+_NO_GLOB = ("with no whitespace, ',' or glob characters (* ? [ ] { } ! \\): Argo CD matches the AppProject's "
+            "sourceRepos and destinations as globs (argo-cd v3.5.1 util/glob, gobwas/glob)")
+_INLINE_HINTS = {
+    r"^(https://|ssh://|git@)[^\s*?\[\]{}!\\,]+$": f"must be a https://, ssh:// or git@ URL {_NO_GLOB}",
+    r"^https://[^\s*?\[\]{}!\\,]+$": f"must be a https:// URL {_NO_GLOB}",
+    r"^[A-Za-z0-9_.:/=+@-]+$": "must be an AWS tag value without spaces or ',': letters, digits and _ . : / = + @ -",
+    r"^[A-Za-z0-9_.:/=+@ -]+$": "must be a subnet ID or Name tag: letters, digits, spaces and _ . : / = + @ - (no ',')",
+    r"^(([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$":
+        "must be a Kubernetes taint key such as example.com/gpu (or empty)",
+    r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$": "must be a Kubernetes label value: letters, digits, '-', '_', '.' (at most 63)",
+    r"^[A-Za-z0-9_][A-Za-z0-9._/+-]*$": "must be a branch, tag or commit: letters, digits, '.', '_', '/', '+', '-', not starting with '-' or '.'",
+}
+
+
 @lru_cache(maxsize=1)
 def _pattern_hints() -> dict[str, str]:
     defs = schema()["$defs"]
-    return {defs[name]["pattern"]: hint for name, hint in _PATTERN_HINTS.items() if "pattern" in defs.get(name, {})}
+    hints = {defs[name]["pattern"]: hint for name, hint in _PATTERN_HINTS.items() if "pattern" in defs.get(name, {})}
+    return {**_INLINE_HINTS, **hints}
 
 
 def schema_version() -> int:

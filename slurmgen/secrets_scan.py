@@ -28,7 +28,7 @@ CREDENTIAL_WORDS = frozenset({
 })
 # A last word that makes the key describe a secret rather than hold one.
 _ABOUT_WORDS = frozenset({"type", "file", "path", "command", "cmd", "program", "revision", "ref", "name",
-                          "secret_name", "key", "length", "policy", "expiration", "ttl", "lifetime", "mode"})
+                          "length", "policy", "expiration", "ttl", "lifetime", "mode"})
 _NON_SECRET_VALUES = frozenset({"", "none", "true", "false", "yes", "no", "on", "off", "password",
                                 "obfuscated_password", "default", "required", "optional"})
 _REFERENCE = re.compile(r"(\$\{[^}]+\}|\$\([^)]+\)|\{\{.+\}\}|<[^>]+>|/\S*|file:\S+|env:\S+|arn:aws:secretsmanager:\S+)\Z")
@@ -105,10 +105,24 @@ def scan_spec(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any
             yield path, finding
 
 
-def scan_files(files: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
-    """Backstop on rendered output: (file name, finding) for key blocks and AWS key IDs in any file."""
-    for name, text in files:
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def scan_rendered(obj: Any) -> Iterator[str]:
+    """Backstop on a rendered object: key blocks and AWS key IDs anywhere in it, whatever field they came from."""
+    found: set[str] = set()
+    for text in _strings(obj):
         if _PRIVATE_KEY.search(text):
-            yield name, "holds a private-key block"
+            found.add("holds a private-key block")
         if _AWS_KEY_ID.search(text):
-            yield name, "holds an AWS access key ID"
+            found.add("holds an AWS access key ID")
+    yield from sorted(found)

@@ -12,7 +12,7 @@ import pytest
 
 from slurmgen.cli import main
 from slurmgen.spec import _yaml
-from slurmgen.spec._text import control_characters
+from slurmgen.spec._text import unsafe_values
 from slurmgen.spec.loader import parse_text
 from slurmgen.spec.errors import SpecError
 
@@ -92,11 +92,11 @@ def test_trailing_newline_passes_the_schema_pattern_but_not_the_central_check():
     import re
     assert re.search(r"^[a-z]+$", "gpu\n")
     # THEN the central check refuses it, in a value and in a key
-    assert list(control_characters({"slurm": {"clusterName": "gpu\n"}}))[0][0] == "slurm.clusterName"
-    assert list(control_characters({"labels": {"a\tb": "x"}}))[0][0] == "labels"
+    assert list(unsafe_values({"slurm": {"clusterName": "gpu\n"}}))[0][0] == "slurm.clusterName"
+    assert list(unsafe_values({"labels": {"a\tb": "x"}}))[0][0] == "labels"
     # AND whole files (sssdConf) may hold lines and tabs, but not a carriage return or NUL
-    assert list(control_characters({"login": {"sssdConf": "[sssd]\n\tdomains = x\n"}})) == []
-    assert list(control_characters({"login": {"sssdConf": "[sssd]\r\n"}}))
+    assert list(unsafe_values({"login": {"sssdConf": "[sssd]\n\tdomains = x\n"}})) == []
+    assert list(unsafe_values({"login": {"sssdConf": "[sssd]\r\n"}}))
 
 
 def test_extends_chain_deeper_than_the_cap_is_refused(tmp_path):

@@ -21,7 +21,7 @@ MAX_BYTES = 1024 * 1024  # a spec is a few KiB; 1 MiB leaves room and bounds eve
 MAX_DEPTH = 32  # nested mappings/lists; the schema's deepest path is under 10
 MAX_ALIASES = 100  # `*ref` uses in one file
 MAX_EXPANDED_NODES = 100_000  # nodes once every alias is expanded (an alias bomb is billions)
-MAX_NUMBER_CHARS = 32  # a plain scalar that reads as a number; Python refuses int() of > 4300 digits
+MAX_NUMBER_CHARS = 24  # a plain scalar that reads as a number; Python refuses int() of > 4300 digits
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _NUMBER = re.compile(r"[-+]?(\.?[0-9][0-9_,:.]*([eE][-+]?[0-9]+)?|0[xob][0-9a-fA-F_]+)")
@@ -117,6 +117,8 @@ def load_yaml(text: str) -> Any:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         problem = err.problem or err.context or "invalid YAML"
+        if err.context and err.problem and err.problem.startswith("but "):  # "expected X, but found Y"
+            problem = f"{err.context}, {err.problem}"
         if mark is None:
             raise YamlSyntaxError(f"invalid YAML: {problem}", None, None) from None
         raise YamlSyntaxError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None

@@ -95,7 +95,7 @@ def _load(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> ClusterSpec
     if isinstance(version, int) and not isinstance(version, bool) and version > _schema.schema_version():
         raise fail([("schemaVersion", f"{version} is newer than this generator reads "
                                       f"({_schema.schema_version()}); upgrade slurmgen")])
-    unsafe = list(_text.control_characters(data))
+    unsafe = list(_text.unsafe_values(data))
     if unsafe:
         # Before the schema: a pattern would also fail on these, for the same reason, twice.
         raise fail(unsafe, data)

@@ -142,3 +142,15 @@ def test_every_string_field_is_a_whole_string_pattern_or_a_whole_file():
     for path, node in fields:
         if "pattern" in node:
             assert node["pattern"].startswith("^") and node["pattern"].endswith("$"), path
+
+
+def test_the_largest_accepted_file_is_refused_or_read_quickly():
+    # GIVEN a file at the size cap made of as many values as fit (the worst case the caps allow)
+    text = "a: [" + ",".join(["1"] * ((_yaml.MAX_BYTES - 10) // 2)) + "]\n"
+    assert len(text) <= _yaml.MAX_BYTES
+    # WHEN it is loaded
+    start = time.monotonic()
+    with pytest.raises(_yaml.YamlSyntaxError, match="more than 100,000 values"):
+        _yaml.load_yaml(text)
+    # THEN the event pass stops it early, within seconds even on a busy 2-core machine
+    assert time.monotonic() - start < 10

@@ -123,10 +123,10 @@ def _explain(err: ValidationError) -> Iterator[tuple[str, str]]:
         return
     if kind == "pattern":
         hint = _pattern_hints().get(err.validator_value, f"must match {err.validator_value}")
-        yield dotted(path), f"{err.instance!r} {hint}"
+        yield dotted(path), f"{short(err.instance)} {hint}"
         return
     if kind == "maxLength":
-        yield dotted(path), f"{err.instance!r} is {len(err.instance)} characters long; at most {err.validator_value} allowed"
+        yield dotted(path), f"{short(err.instance)} is {len(err.instance)} characters long; at most {err.validator_value} allowed"
         return
     if kind == "minItems":
         yield dotted(path), f"needs at least {err.validator_value} item(s)"
@@ -135,7 +135,7 @@ def _explain(err: ValidationError) -> Iterator[tuple[str, str]]:
         yield dotted(path), "has duplicate items"
         return
     if kind == "propertyNames":
-        yield dotted(path), f"key {err.instance!r} is not allowed here"
+        yield dotted(path), f"key {short(err.instance)} is not allowed here"
         return
     if kind == "oneOf":
         keys = [b["required"][0] for b in err.validator_value if list(b) == ["required"]]
@@ -173,8 +173,17 @@ def _describe(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     if isinstance(value, str):
-        return f"string {value!r}"
-    return f"{type(value).__name__} {value!r}"
+        return f"string {short(value)}"
+    return f"{type(value).__name__} {short(value)}"
+
+
+SHORT = 80  # characters of a value echoed in a message: enough to recognise it, never a whole file
+
+
+def short(value: Any) -> str:
+    """repr() of a value, cut to SHORT characters, so one problem stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= SHORT else f"{text[:SHORT]}…"
 
 
 def with_defaults(instance: dict[str, Any]) -> dict[str, Any]:

@@ -172,5 +172,5 @@ def _check_bounds(text: str) -> None:
                             event.start_mark)
             total += sizes.get(event.anchor, 1)
         if total > MAX_EXPANDED_NODES:
-            raise _fail(f"more than {MAX_EXPANDED_NODES} values once aliases are expanded (an alias bomb?)",
-                        event.start_mark)
+            raise _fail(f"more than {MAX_EXPANDED_NODES:,} values, counting each alias as all it repeats; "
+                        "a spec has a few hundred", event.start_mark)

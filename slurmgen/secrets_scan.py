@@ -6,8 +6,10 @@ spec is scanned (and, as a backstop, every rendered file) for:
 
 - private-key blocks (`-----BEGIN … PRIVATE KEY-----`, PGP private key blocks);
 - AWS access key IDs (`AKIA…`/`ASIA…`, 20 characters) and `aws_secret_access_key` assignments;
+- tokens of a known format (GitHub `ghp_…`/`github_pat_…`, GitLab `glpat-…`, Slack `xox?-…`);
 - assignments to a credential-looking key (`AccountingStoragePass=…`, `ldap_default_authtok = …`,
-  `password: …`, `token=…`) whose value is not a reference (`${VAR}`, a file path, a type word);
+  `password: …`, `token=…`, and `bindpw secret` lines of whitespace-separated config files) whose
+  value is not a reference (`${VAR}`, a file path, a type word such as `no` or `password`);
 - map entries (Slurm parameters, labels) under a credential-looking key, same rule.
 
 A key is credential-looking when one of its words (split on `_ - .` and case changes) is a
@@ -24,7 +26,7 @@ from typing import Any, Iterable, Iterator
 
 CREDENTIAL_WORDS = frozenset({
     "pass", "passwd", "password", "passphrase", "pwd", "secret", "token", "authtok", "apikey", "credential",
-    "credentials", "privatekey", "storagepass",
+    "credentials", "privatekey", "storagepass", "bindpw", "rootpw",
 })
 # A last word that makes the key describe a secret rather than hold one.
 _ABOUT_WORDS = frozenset({"type", "file", "path", "command", "cmd", "program", "revision", "ref", "name",
@@ -36,6 +38,9 @@ _REFERENCE = re.compile(r"(\$\{[^}]+\}|\$\([^)]+\)|\{\{.+\}\}|<[^>]+>|/\S*|file:
 _PRIVATE_KEY = re.compile(r"-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----")
 _AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])")
 _ASSIGNMENT = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*)[ \t]*[=:][ \t]*(\"[^\"\n]*\"|'[^'\n]*'|[^\s#;,]*)")
+_TOKEN = re.compile(r"(?<![A-Za-z0-9_])(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,}|glpat-[A-Za-z0-9_-]{20,}"
+                    r"|xox[abposr]-[A-Za-z0-9-]{10,})")
+_LINE_PAIR = re.compile(r"(?m)^[ \t]*([A-Za-z_][\w.-]*)[ \t]+([^\s#;=:]+)[ \t]*(?:[#;].*)?$")  # `bindpw s3cret`
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
@@ -74,8 +79,13 @@ def scan_text(text: str) -> Iterator[str]:
         yield "holds a private-key block"
     if _AWS_KEY_ID.search(text):
         yield "holds an AWS access key ID"
+    if _TOKEN.search(text):
+        yield "holds an access token"
     seen: set[str] = set()
-    for match in _ASSIGNMENT.finditer(text):
+    # `key value` lines only in multi-line text (config files): in a one-line description,
+    # "Token bucket" is prose.
+    pairs = _LINE_PAIR.finditer(text) if "\n" in text else iter(())
+    for match in [*_ASSIGNMENT.finditer(text), *pairs]:
         key, value = match.group(1), match.group(2)
         if credential_key(key) and secret_value(value) and key not in seen:
             seen.add(key)
@@ -125,4 +135,6 @@ def scan_rendered(obj: Any) -> Iterator[str]:
             found.add("holds a private-key block")
         if _AWS_KEY_ID.search(text):
             found.add("holds an AWS access key ID")
+        if _TOKEN.search(text):
+            found.add("holds an access token")
     yield from sorted(found)

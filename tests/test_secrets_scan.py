@@ -16,6 +16,9 @@ from slurmgen import secrets_scan as scan
     ("aws_secret_access_key=wJalrXUtnFEMI/K7MDENG", "sets aws_secret_access_key to a literal value"),
     ("client_secret: 'abc123'", "sets client_secret to a literal value"),
     ("api-key=0123456789abcdef", "sets api-key to a literal value"),
+    ("uri ldap://x\nbindpw s3cr3t\n", "sets bindpw to a literal value"),
+    ("ghp_" + "a1B2" * 9, "holds an access token"),
+    ("glpat-abcdefghij0123456789", "holds an access token"),
 ])
 def test_secret_material_is_found(text, finding):
     assert finding in list(scan.scan_text(text))
@@ -25,11 +28,14 @@ def test_secret_material_is_found(text, finding):
     "ldap_default_authtok_type = password",          # the type of the secret, not the secret
     "AccountingStoragePass=/var/run/munge/munge.socket.2",  # a path
     "PasswordAuthentication no",                      # sshd option, no assignment of a secret
+    "PasswordAuthentication no\nPermitEmptyPasswords no\nClientAliveInterval 300\n",
+    "Match User alice\n  ForceCommand /usr/bin/sshd-wrapper\n",
     "password = ${LDAP_PASSWORD}",                    # a reference
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnly user@example.com",  # a public key
     "-----BEGIN PUBLIC KEY-----",
     "bypass=1",                                       # 'pass' inside another word
     "passwordRevision: 3",
+    "Token bucket project",                           # prose on one line, not a config line
     "AKIAIOSFODNN7EXAMPLEX",                          # 21 characters: not an access key ID
 ])
 def test_look_alikes_are_not_flagged(text):

@@ -125,10 +125,13 @@ _SECRET_FIXES = (
 
 def _secret_findings(data: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """Secret material in any spec value, with the field and where the value belongs instead."""
+    by_field: dict[tuple[Any, ...], list[str]] = {}
     for path, finding in secrets_scan.scan_spec(data):
+        by_field.setdefault(path, []).append(finding)
+    for path, findings in by_field.items():  # one line per field, however many kinds were found in it
         fix = next((f for prefix, f in _SECRET_FIXES if tuple(path[:len(prefix)]) == prefix),
                    "put the value in a Kubernetes Secret and reference it (secrets.mode and the *Secret fields)")
-        yield dotted(path), f"{finding}, which would land in git; {fix}"
+        yield dotted(path), f"{' and '.join(findings)}, which would land in git; {fix}"
 
 
 def merge(base: Any, override: Any) -> Any:

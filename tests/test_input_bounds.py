@@ -39,14 +39,14 @@ def test_a_fifo_is_refused_without_blocking(tmp_path, capsys):
     # WHEN it is passed as a spec
     rc, err, took = run_spec(fifo, tmp_path, capsys)
     # THEN one line, exit 2, at once
-    assert (rc, err) == (2, [f"{fifo}: is a FIFO, not a regular file; pass a spec file"])
+    assert (rc, err) == (2, [f"{fifo}: is a FIFO, not a regular file; pass a file"])
     assert took < 10
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
 def test_dev_zero_is_refused_not_read(tmp_path, capsys):
     rc, err, _ = run_spec("/dev/zero", tmp_path, capsys)
-    assert (rc, err) == (2, ["/dev/zero: is a character device, not a regular file; pass a spec file"])
+    assert (rc, err) == (2, ["/dev/zero: is a character device, not a regular file; pass a file"])
 
 
 def test_a_file_over_the_size_cap_is_refused(tmp_path, capsys):
@@ -154,3 +154,14 @@ def test_the_largest_accepted_file_is_refused_or_read_quickly():
         _yaml.load_yaml(text)
     # THEN the event pass stops it early, within seconds even on a busy 2-core machine
     assert time.monotonic() - start < 10
+
+
+def test_a_site_catalog_that_is_not_utf8_is_one_line(tmp_path, capsys):
+    # GIVEN a valid spec with an instance-types.csv beside it holding a Latin-1 byte
+    (tmp_path / "instance-types.csv").write_bytes(b"instance_type\n\xff\n")
+    spec = tmp_path / "c.yaml"
+    spec.write_text(GOOD)
+    # WHEN it is rendered THEN exit 2 with one line naming the csv, no traceback
+    rc, err, _ = run_spec(spec, tmp_path, capsys)
+    assert (rc, err) == (2, [f"{tmp_path / 'instance-types.csv'}: is not UTF-8 text (byte 0xff at offset 14); "
+                             "save it as UTF-8"])

@@ -4,20 +4,20 @@ PyYAML's safe loader, but: a repeated key is an error (not a silent overwrite); 
 strings; and before anything is built, one streaming pass over the parser's events caps what a
 hostile file can cost (nesting depth, aliases and their expanded size, the length of numbers), so
 every input ends in one line, in bounded time and memory, never a traceback or a hang.
-Files are read with a size cap, only when they are regular files, and decoded strictly as UTF-8.
+Files are read by `slurmgen._input.read_text` (size cap, regular files only, strict UTF-8).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import stat
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-MAX_BYTES = 1024 * 1024  # a spec is a few KiB; 1 MiB leaves room and bounds every later step
+from .._input import MAX_BYTES, UnreadableFile, decode, read_text
+
+__all__ = ["MAX_BYTES", "UnreadableFile", "YamlSyntaxError", "decode", "load_yaml", "read_text"]
+
 MAX_DEPTH = 32  # nested mappings/lists; the schema's deepest path is under 10
 MAX_ALIASES = 100  # `*ref` uses in one file
 MAX_EXPANDED_NODES = 100_000  # nodes once every alias is expanded (an alias bomb is billions)
@@ -60,49 +60,6 @@ class YamlSyntaxError(ValueError):
         self.line, self.column = line, column
         where = f"line {line}, column {column}: " if line is not None else ""
         super().__init__(f"{where}{message}")
-
-
-class UnreadableFile(ValueError):
-    """A spec file that is not read at all (not a regular file, too large, not UTF-8): one line."""
-
-
-def read_text(path: Path) -> str:
-    """The file's text: a regular file of at most MAX_BYTES, strict UTF-8 (a UTF-8 BOM is dropped).
-
-    Opened non-blocking and checked with fstat before reading, so a FIFO never blocks and
-    /dev/zero is never read; the read itself is capped. OSError propagates (the caller names it).
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise UnreadableFile(f"is {_file_kind(mode)}, not a regular file; pass a spec file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(MAX_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_BYTES:
-        raise UnreadableFile(f"larger than {MAX_BYTES // 1024} KiB; a spec is a few KiB, split shared parts "
-                             "into files named in extends:")
-    return decode(data)
-
-
-def decode(data: bytes) -> str:
-    """Strict UTF-8; UTF-16/32 (by BOM or NUL bytes) and invalid bytes are refused with the offset."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in data[:4096]:
-        raise UnreadableFile("is UTF-16 or UTF-32 text (or binary); save it as UTF-8")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise UnreadableFile(f"is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start}); "
-                             "save it as UTF-8") from None
-    return text.removeprefix("\ufeff")
-
-
-def _file_kind(mode: int) -> str:
-    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def load_yaml(text: str) -> Any:

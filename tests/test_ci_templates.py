@@ -6,9 +6,12 @@ that could sit in a comment.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -28,7 +31,10 @@ def make_runs(target: str) -> list[str]:
     """The commands `make TARGET` runs (dry run: nothing executes)."""
     if not shutil.which("make"):
         pytest.skip("make is not installed")
-    run = subprocess.run(["make", "-n", "--no-print-directory", target], capture_output=True, text=True, cwd=REPO)
+    # Without the caller's make variables: under `make VENV=… test` (.ci/run), MAKEFLAGS would pass them on.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    run = subprocess.run(["make", "-n", "--no-print-directory", target], capture_output=True, text=True, cwd=REPO,
+                         env=env)
     assert run.returncode == 0, run.stderr
     return [line.strip() for line in run.stdout.splitlines() if line.strip()]
 
@@ -146,11 +152,17 @@ def test_no_expression_is_expanded_inside_a_run_block():
             assert "${{" not in step.get("run", ""), step.get("name")
 
 
+def zizmor() -> str:
+    """The zizmor of the environment running the tests (beside its python: pip puts it there)."""
+    beside = Path(sys.executable).parent / "zizmor"
+    exe = str(beside) if beside.exists() else shutil.which("zizmor")
+    assert exe, "zizmor is pinned in requirements.txt: run `make install`"
+    return exe
+
+
 def test_zizmor_finds_nothing_in_the_workflow_even_pedantic():
     # GIVEN zizmor, pinned in requirements.txt (its wheel carries the binary), run offline
-    zizmor = REPO / ".venv" / "bin" / "zizmor"
-    exe = str(zizmor) if zizmor.exists() else shutil.which("zizmor")
-    assert exe, "zizmor is pinned in requirements.txt: run `make install`"
+    exe = zizmor()
     # WHEN it audits the shipped workflow with every audit and no suppression
     run = subprocess.run([exe, "--offline", "--no-progress", "--persona", "pedantic", "--format", "plain", str(WORKFLOW)],
                          capture_output=True, text=True, timeout=120)
@@ -161,9 +173,7 @@ def test_zizmor_finds_nothing_in_the_workflow_even_pedantic():
 
 def test_zizmor_would_catch_the_old_injection(tmp_path):
     # GIVEN the workflow with the base ref expanded inside run: again (what it shipped before)
-    zizmor = REPO / ".venv" / "bin" / "zizmor"
-    exe = str(zizmor) if zizmor.exists() else shutil.which("zizmor")
-    assert exe, "zizmor is pinned in requirements.txt: run `make install`"
+    exe = zizmor()
     bad = tmp_path / ".github" / "workflows" / "slurmgen.yml"
     bad.parent.mkdir(parents=True)
     bad.write_text(WORKFLOW.read_text().replace('"origin/$BASE_REF"', '"origin/${{ github.base_ref }}"'))

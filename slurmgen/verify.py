@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from .rendered import RenderedCluster, images
+from .secrets_scan import scan_rendered
 from .catalog.catalog import InstanceType, load_catalog
 from .consistency import check_placement
 from .plan import reserve_of
@@ -20,6 +21,7 @@ from .validate import SchemaUnavailable
 __all__ = ["SchemaUnavailable", "verify", "static_checks", "schema_checks"]
 
 Obj = dict[str, Any]
+GLOB_CHARACTERS = frozenset("*?[]{}!\\")
 
 
 @lru_cache(maxsize=4)
@@ -62,6 +64,8 @@ def policy_problems(cluster: RenderedCluster) -> Iterator[str]:
         where = f"{cluster.spec.name}/{rel}"
         if obj.get("kind") == "Secret" and (obj.get("data") or obj.get("stringData")):
             yield f"{where}: a Secret with data would put a secret value in git; reference it instead"
+        for finding in scan_rendered(obj):  # backstop: the spec's own scan names the field and the fix
+            yield f"{where}: {finding}, which would land in git; keep it in a Secret and reference it"
         for image in images(obj):
             name = image.split("@")[0]
             tag = name.rsplit(":", 1)[1] if ":" in name.rsplit("/", 1)[-1] else None
@@ -76,7 +80,10 @@ def placement_problems(cluster: RenderedCluster, catalog: Mapping[str, InstanceT
 
 
 def project_problems(cluster: RenderedCluster) -> Iterator[str]:
-    """The AppProject must name what it allows: a `*` anywhere would let any child deploy anything."""
+    """The AppProject must name what it allows: a glob character would let a child deploy elsewhere.
+
+    Argo CD matches sourceRepos and destinations as globs (argo-cd v3.5.1 util/glob over gobwas/glob:
+    `* ? [ ] { }`, `\\` escapes, a leading `!` negates), so none of them may appear in an entry."""
     for rel, obj in cluster.files.items():
         if obj["kind"] != "AppProject":
             continue
@@ -84,8 +91,9 @@ def project_problems(cluster: RenderedCluster) -> Iterator[str]:
         entries = [*spec.get("sourceRepos", []),
                    *(d.get(k, "") for d in spec.get("destinations", []) for k in ("server", "namespace", "name")),
                    *(w.get(k, "") for w in spec.get("clusterResourceWhitelist", []) for k in ("group", "kind"))]
-        if any("*" in str(e) for e in entries):
-            yield f"{cluster.spec.name}/{rel}: the AppProject must list repositories, destinations and kinds explicitly (no '*')"
+        if any(set(str(e)) & GLOB_CHARACTERS for e in entries):
+            yield (f"{cluster.spec.name}/{rel}: the AppProject must list repositories, destinations and kinds "
+                   "explicitly (no glob character: * ? [ ] { } ! \\)")
 
 
 def static_checks(clusters: Sequence[RenderedCluster],

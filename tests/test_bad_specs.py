@@ -1,5 +1,6 @@
 """Bad input as data: every tests/cases/bad/*.yaml states the exact lines it must produce (`# expect:`).
 
+A case whose bytes cannot hold a comment (UTF-16, invalid UTF-8) keeps its lines in `<case>.expect`.
 Each case must exit 2, print exactly those lines on stderr (no traceback), and leave the output
 folder byte-for-byte as it was.
 """
@@ -17,7 +18,10 @@ CASES = sorted((Path(__file__).parent / "cases" / "bad").glob("*.yaml"))
 
 
 def expected_lines(case: Path) -> list[str]:
-    lines = [line[len("# expect: "):] for line in case.read_text().splitlines() if line.startswith("# expect: ")]
+    """The `# expect:` lines; a case that cannot hold a comment (UTF-16, invalid bytes) has them in X.expect."""
+    sidecar = case.with_suffix(".expect")
+    text = sidecar.read_text(encoding="utf-8") if sidecar.exists() else case.read_text(encoding="utf-8")
+    lines = [line[len("# expect: "):] for line in text.splitlines() if line.startswith("# expect: ")]
     return [line.replace("FILE", str(case)) for line in lines]
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from slurmgen.spec import SpecError, loader, parse_text
 from slurmgen.spec import _checks, _schema
-from slurmgen.spec._yaml import load_yaml
+from slurmgen.spec._yaml import decode, load_yaml
 
 from .conftest import EXAMPLES, MINIMAL_SPEC
 
@@ -20,13 +20,16 @@ def _schema_valid_specs() -> list[tuple[str, dict]]:
     specs = []
     for path in [*EXAMPLES, *BAD]:
         try:
-            data = load_yaml(path.read_text(encoding="utf-8"))
-        except ValueError:
+            data = load_yaml(decode(path.read_bytes()))
+        except ValueError:  # not UTF-8, over a cap, invalid YAML: never reaches the rules
             continue
         if not isinstance(data, dict):
             continue
         if "extends" in data:
-            data = loader._extend(path, data, (path.resolve(),))
+            try:
+                data = loader._extend(path, data, (path.resolve(),))
+            except SpecError:
+                continue
         if not list(_schema.check(data)):
             specs.append((path.name, _schema.with_defaults(data)))
     return specs
@@ -135,3 +138,44 @@ def test_garbage_anywhere_is_a_spec_error_never_a_crash():
             parse_text("f.yaml", yaml.safe_dump(spec))
         except SpecError as err:
             assert err.problems
+
+
+# --- login exposure: counted on addresses, not strings ---
+
+def _networks(*cidrs):
+    import ipaddress
+    return [ipaddress.ip_network(c) for c in cidrs]
+
+
+def test_public_addresses_counts_the_union_minus_private_space():
+    from slurmgen.spec._checks import public_addresses
+    # GIVEN two halves of the address space: together the whole internet minus private/reserved space
+    halves = public_addresses(_networks("0.0.0.0/1", "128.0.0.0/1"))
+    assert halves == public_addresses(_networks("0.0.0.0/0"))
+    assert 3_000_000_000 < halves < 2 ** 32
+    # AND private, shared and documentation space is not public at all
+    assert public_addresses(_networks("10.0.0.0/8", "100.64.0.0/10", "192.168.0.0/16")) == 0
+    assert public_addresses(_networks("fc00::/7", "fe80::/10")) == 0
+    # AND an overlap is counted once
+    assert public_addresses(_networks("8.8.8.0/24", "8.8.8.0/25")) == 256
+    # AND a public /16 with a private part inside counts only the public part
+    assert public_addresses(_networks("198.51.0.0/16")) == 65536 - 256
+
+
+def test_a_small_public_block_needs_no_opt_in_a_larger_one_does():
+    # GIVEN an internet-facing NLB limited to one public /24 and a /32: within the small-block rule
+    ok = parse_text("s.yaml", _spec_with_ranges("[8.8.8.0/24, 9.9.9.9/32]")).login.service.source_ranges
+    assert ok == ("8.8.8.0/24", "9.9.9.9/32")
+    # WHEN the /24 grows to a /23 THEN it is refused, naming the range
+    with pytest.raises(SpecError) as err:
+        parse_text("s.yaml", _spec_with_ranges("[8.8.8.0/23]"))
+    assert [p.path for p in err.value.problems] == ["login.service.sourceRanges[0]"]
+    # AND the opt-in accepts it
+    assert parse_text("s.yaml", _spec_with_ranges("[8.8.8.0/23]", opt_in=True)).login.service.allow_public_ssh
+
+
+def _spec_with_ranges(ranges: str, opt_in: bool = False) -> str:
+    return ('schemaVersion: 1\nname: t\naws: {region: us-west-2, eksClusterName: eks}\n'
+            'gitops: {repoURL: "https://github.com/o/r.git"}\n'
+            'nodesets: [{name: gpu, instanceType: g5.xlarge}]\npartitions: [{name: gpu, nodesets: [gpu]}]\n'
+            f'login: {{service: {{scheme: internet-facing, sourceRanges: {ranges}, allowPublicSsh: {str(opt_in).lower()}}}}}\n')

@@ -10,6 +10,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -54,7 +56,7 @@ def test_workflow_triggers_and_token_scope():
     assert workflow[True]["push"] == {"branches": ["main"]}
     for path in ("clusters/**", "dist/**", "slurmgen/**", "main.py", "requirements.txt"):
         assert path in workflow[True]["pull_request"]["paths"], path
-    assert workflow["permissions"] == {"contents": "read"}
+    assert workflow["permissions"] == {}  # least privilege: nothing unless a job asks
     assert workflow["jobs"]["render"]["permissions"] == {"contents": "read", "pull-requests": "write"}
 
 
@@ -68,7 +70,8 @@ def test_workflow_steps_run_the_readme_commands_in_order(steps):
     assert not any("slurmgen.validate.sources" in r for r in runs)
     # AND the summary compares with the pull request's base branch, on pull requests only
     summary = next(s for s in steps if "--summary" in s.get("run", ""))
-    assert summary["run"].startswith('.venv/bin/python main.py --summary --base "origin/${{ github.base_ref }}"')
+    assert summary["run"].startswith('.venv/bin/python main.py --summary --base "origin/$BASE_REF"')
+    assert summary["env"] == {"BASE_REF": "${{ github.base_ref }}"}
     assert summary["if"] == "github.event_name == 'pull_request'"
     post = steps[steps.index(summary) + 1]
     assert "gh pr comment" in post["run"] and "--edit-last" in post["run"]
@@ -138,3 +141,44 @@ def test_every_main_py_option_the_readme_names_exists():
     known = {opt for action in _parser()._actions for opt in action.option_strings}
     assert {"--spec", "--out", "--check", "--summary", "--base", "--base-dir"} <= used
     assert used <= known, sorted(used - known)
+
+
+def test_no_expression_is_expanded_inside_a_run_block():
+    # GIVEN every job's steps; THEN no `${{ … }}` sits in a shell script (template injection):
+    # event data reaches the shell only through env:, quoted as a variable
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    for job in workflow["jobs"].values():
+        for step in job["steps"]:
+            assert "${{" not in step.get("run", ""), step.get("name")
+
+
+def zizmor() -> str:
+    """The zizmor of the environment running the tests (beside its python: pip puts it there)."""
+    beside = Path(sys.executable).parent / "zizmor"
+    exe = str(beside) if beside.exists() else shutil.which("zizmor")
+    assert exe, "zizmor is pinned in requirements.txt: run `make install`"
+    return exe
+
+
+def test_zizmor_finds_nothing_in_the_workflow_even_pedantic():
+    # GIVEN zizmor, pinned in requirements.txt (its wheel carries the binary), run offline
+    exe = zizmor()
+    # WHEN it audits the shipped workflow with every audit and no suppression
+    run = subprocess.run([exe, "--offline", "--no-progress", "--persona", "pedantic", "--format", "plain", str(WORKFLOW)],
+                         capture_output=True, text=True, timeout=120)
+    # THEN exit 0 and no finding at all
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "No findings to report" in run.stdout + run.stderr
+
+
+def test_zizmor_would_catch_the_old_injection(tmp_path):
+    # GIVEN the workflow with the base ref expanded inside run: again (what it shipped before)
+    exe = zizmor()
+    bad = tmp_path / ".github" / "workflows" / "slurmgen.yml"
+    bad.parent.mkdir(parents=True)
+    bad.write_text(WORKFLOW.read_text().replace('"origin/$BASE_REF"', '"origin/${{ github.base_ref }}"'))
+    # THEN zizmor fails with a template-injection finding: the test above can fail
+    run = subprocess.run([exe, "--offline", "--no-progress", "--format", "plain", str(bad)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "template-injection" in run.stdout + run.stderr

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 
+import pytest
+
 from slurmgen import verify
 
 
@@ -38,13 +40,28 @@ def test_unpinned_images_are_refused(rendered):
     assert mutate("@sha256:" + "a" * 64) == []
 
 
-def test_a_wildcard_in_the_project_is_refused(rendered):
+@pytest.mark.parametrize("entry", ["*", "https://github.com/o/{r,x}.git", "https://github.com/o/r?.git",
+                                   "https://github.com/o/[a-z].git", "!https://github.com/o/r.git"])
+def test_a_glob_character_in_the_project_is_refused(rendered, entry):
+    # GIVEN the example's AppProject with one source repository that Argo CD would read as a glob
     cluster = rendered["example"]
     project = copy.deepcopy(cluster.files["apps/appproject-example.yaml"])
-    project["spec"]["sourceRepos"].append("*")
+    project["spec"]["sourceRepos"].append(entry)
+    # THEN the static checks refuse it
     assert verify.static_checks([with_files(cluster, **{"apps/appproject-example.yaml": project})]) == [
         "example/apps/appproject-example.yaml: the AppProject must list repositories, destinations and kinds "
-        "explicitly (no '*')"]
+        "explicitly (no glob character: * ? [ ] { } ! \\)"]
+
+
+def test_a_private_key_in_any_rendered_object_is_refused(rendered):
+    # GIVEN a rendered ConfigMap whose text holds a private-key block (however it got there)
+    cluster = rendered["example"]
+    rel, obj = next((r, o) for r, o in cluster.files.items() if o["kind"] == "ConfigMap")
+    obj = copy.deepcopy(obj)
+    obj.setdefault("data", {})["leak"] = "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n"
+    # THEN the backstop names the file
+    assert verify.static_checks([with_files(cluster, **{rel: obj})]) == [
+        f"example/{rel}: holds a private-key block, which would land in git; keep it in a Secret and reference it"]
 
 
 def test_a_typo_inside_a_slinky_wrapper_fails_schema_validation(rendered):

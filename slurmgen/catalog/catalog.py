@@ -20,6 +20,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
+from .._input import UnreadableFile, read_text
+
 Arch = Literal["amd64", "arm64"]
 
 COLUMNS: tuple[str, ...] = (
@@ -46,6 +48,7 @@ OPTIONAL_COLUMNS: frozenset[str] = frozenset(
 )
 KARPENTER_VERSION = "1.14.1"  # the reference instances.csv is generated from (its header says so too)
 SITE_CSV_NAME = "instance-types.csv"  # beside the specs: clusters/instance-types.csv
+SITE_CSV_MAX_BYTES = 4 * 1024 * 1024  # the packaged catalog of every EC2 type is ~100 KiB
 ARCHES: tuple[Arch, ...] = ("amd64", "arm64")
 NVIDIA_GPU = "nvidia.com/gpu"
 NEURON = "aws.amazon.com/neuron"
@@ -304,9 +307,11 @@ def load_catalog(extra: Path | None = None) -> Catalog:
     if extra is None:
         return _default_catalog()
     try:
-        text = Path(extra).read_text(encoding="utf-8")
+        text = read_text(Path(extra), max_bytes=SITE_CSV_MAX_BYTES, advice="list only the site's own instance types")
     except OSError as exc:
         raise CatalogError(f"{extra}: cannot read instance catalog: {exc.strerror or exc}") from exc
+    except UnreadableFile as exc:
+        raise CatalogError(f"{extra}: {exc}") from None
     return Catalog(*_default_index(), site=parse_catalog(text, str(extra)), site_origin=str(extra))
 
 

@@ -7,9 +7,11 @@ item names (errors.name_keyed). A rule runs only when the sections it reads (REA
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import re
 from collections import Counter
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from ..quantity import memory_mib
 from ._topology import topology_rules
@@ -312,14 +314,79 @@ def region_coherence(spec: dict[str, Any]) -> Iterator[Finding]:
         yield v.path, f"{v.what} is in {v.region}, but aws.region is {region}; {v.fix.format(region=region)}"
 
 
+# "Small public block": what a site's own egress or a bastion needs. A range reaching more public
+# addresses than a /24 (IPv4) or a /48 (IPv6), or ranges together reaching more than four of those,
+# open SSH to a large part of the internet and need login.service.allowPublicSsh. Counted on the
+# addresses themselves (ipaddress), so 0.0.0.0/1 + 128.0.0.0/1 is the whole internet, and private
+# or reserved space (10/8, 100.64/10, 192.168/16, fc00::/7, ...) is not public.
+PUBLIC_RANGE_MAX = {4: 2 ** 8, 6: 2 ** 80}
+PUBLIC_TOTAL_MAX = {4: 4 * 2 ** 8, 6: 4 * 2 ** 80}
+_SMALL_BLOCK = {4: "/24", 6: "/48"}
+
+
+# Not globally reachable: the IANA IPv4/IPv6 special-purpose address registries ("Globally
+# Reachable: False"), as Python's ipaddress lists them, plus shared (100.64/10) and multicast space.
+_NON_PUBLIC = (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
+    "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4",
+    "240.0.0.0/4",
+    "::/127", "::ffff:0:0/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32", "2002::/16",
+    "fc00::/7", "fe80::/10", "ff00::/8",
+)
+
+
+@functools.lru_cache(maxsize=2)
+def _non_public(version: int) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """Disjoint blocks of `version` that are not public."""
+    nets = (ipaddress.ip_network(b) for b in _NON_PUBLIC)
+    return tuple(ipaddress.collapse_addresses(n for n in nets if n.version == version))
+
+
+def public_addresses(networks: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> int:
+    """How many globally reachable addresses the union of `networks` (one IP version) holds."""
+    count = 0
+    for net in ipaddress.collapse_addresses(networks):
+        hidden = sum(min(b.num_addresses, net.num_addresses) for b in _non_public(net.version)
+                     if b.overlaps(net))
+        count += net.num_addresses - hidden
+    return count
+
+
 def login_exposure(spec: dict[str, Any]) -> Iterator[Finding]:
     svc = spec["login"]["service"]
-    if not (spec["login"]["enabled"] and svc["enabled"]) or svc["allowPublicSsh"]:
+    if not (spec["login"]["enabled"] and svc["enabled"]):
         return
+    networks: dict[int, list[Any]] = {4: [], 6: []}
+    wide = False
     for index, cidr in enumerate(svc["sourceRanges"]):
-        if cidr.endswith("/0"):
-            yield (f"login.service.sourceRanges[{index}]",
-                   f"{cidr} opens SSH to the whole internet; list your networks, or set login.service.allowPublicSsh: true")
+        where = f"login.service.sourceRanges[{index}]"
+        try:
+            net = ipaddress.ip_network(cidr, strict=True)
+        except ValueError:
+            try:
+                fixed = f"write its network address, {ipaddress.ip_network(cidr, strict=False)}"
+            except ValueError:
+                fixed = "each part of an IPv4 address is 0-255, e.g. 10.0.0.0/16"
+            yield where, f"{cidr!r} is not a network address block; {fixed}"
+            continue
+        networks[net.version].append(net)
+        if svc["allowPublicSsh"]:
+            continue
+        if net.prefixlen == 0:
+            wide = True
+            yield where, f"{cidr} opens SSH to the whole internet; list your networks, or set login.service.allowPublicSsh: true"
+        elif public_addresses([net]) > PUBLIC_RANGE_MAX[net.version]:
+            wide = True
+            yield where, (f"{cidr} opens SSH to {public_addresses([net]):,} public addresses (more than a "
+                          f"{_SMALL_BLOCK[net.version]}); list your networks, or set login.service.allowPublicSsh: true")
+    if svc["allowPublicSsh"]:
+        return
+    for version, nets in networks.items():
+        total = public_addresses(nets)
+        if not wide and total > PUBLIC_TOTAL_MAX[version]:
+            yield ("login.service.sourceRanges",
+                   f"together these IPv{version} ranges open SSH to {total:,} public addresses (more than four "
+                   f"{_SMALL_BLOCK[version]}s); list fewer networks, or set login.service.allowPublicSsh: true")
     if svc["scheme"] == "internet-facing" and not svc["sourceRanges"]:
         yield ("login.service.sourceRanges",
                "an internet-facing NLB without sourceRanges accepts SSH from anywhere; list your networks, "

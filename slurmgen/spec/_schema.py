@@ -49,10 +49,26 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(schema())
 
 
+# Hints for patterns written inline (not a $def), keyed by the pattern itself.
+_NO_GLOB = ("with no whitespace, ',' or glob characters (* ? [ ] { } ! \\): Argo CD matches the AppProject's "
+            "sourceRepos and destinations as globs (argo-cd v3.5.1 util/glob, gobwas/glob)")
+_INLINE_HINTS = {
+    r"^(https://|ssh://|git@)[^\s*?\[\]{}!\\,]+$": f"must be a https://, ssh:// or git@ URL {_NO_GLOB}",
+    r"^https://[^\s*?\[\]{}!\\,]+$": f"must be a https:// URL {_NO_GLOB}",
+    r"^[A-Za-z0-9_.:/=+@-]+$": "must be an AWS tag value without spaces or ',': letters, digits and _ . : / = + @ -",
+    r"^[A-Za-z0-9_.:/=+@ -]+$": "must be a subnet ID or Name tag: letters, digits, spaces and _ . : / = + @ - (no ',')",
+    r"^(([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$":
+        "must be a Kubernetes taint key such as example.com/gpu (or empty)",
+    r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$": "must be a Kubernetes label value: letters, digits, '-', '_', '.' (at most 63)",
+    r"^[A-Za-z0-9_][A-Za-z0-9._/+-]*$": "must be a branch, tag or commit: letters, digits, '.', '_', '/', '+', '-', not starting with '-' or '.'",
+}
+
+
 @lru_cache(maxsize=1)
 def _pattern_hints() -> dict[str, str]:
     defs = schema()["$defs"]
-    return {defs[name]["pattern"]: hint for name, hint in _PATTERN_HINTS.items() if "pattern" in defs.get(name, {})}
+    hints = {defs[name]["pattern"]: hint for name, hint in _PATTERN_HINTS.items() if "pattern" in defs.get(name, {})}
+    return {**_INLINE_HINTS, **hints}
 
 
 def schema_version() -> int:
@@ -110,10 +126,10 @@ def _explain(err: ValidationError) -> Iterator[tuple[str, str]]:
         return
     if kind == "pattern":
         hint = _pattern_hints().get(err.validator_value, f"must match {err.validator_value}")
-        yield dotted(path), f"{err.instance!r} {hint}"
+        yield dotted(path), f"{short(err.instance)} {hint}"
         return
     if kind == "maxLength":
-        yield dotted(path), f"{err.instance!r} is {len(err.instance)} characters long; at most {err.validator_value} allowed"
+        yield dotted(path), f"{short(err.instance)} is {len(err.instance)} characters long; at most {err.validator_value} allowed"
         return
     if kind == "minItems":
         yield dotted(path), f"needs at least {err.validator_value} item(s)"
@@ -122,7 +138,7 @@ def _explain(err: ValidationError) -> Iterator[tuple[str, str]]:
         yield dotted(path), "has duplicate items"
         return
     if kind == "propertyNames":
-        yield dotted(path), f"key {err.instance!r} is not allowed here"
+        yield dotted(path), f"key {short(err.instance)} is not allowed here"
         return
     if kind == "oneOf":
         keys = [b["required"][0] for b in err.validator_value if list(b) == ["required"]]
@@ -160,8 +176,17 @@ def _describe(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     if isinstance(value, str):
-        return f"string {value!r}"
-    return f"{type(value).__name__} {value!r}"
+        return f"string {short(value)}"
+    return f"{type(value).__name__} {short(value)}"
+
+
+SHORT = 80  # characters of a value echoed in a message: enough to recognise it, never a whole file
+
+
+def short(value: Any) -> str:
+    """repr() of a value, cut to SHORT characters, so one problem stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= SHORT else f"{text[:SHORT]}…"
 
 
 def with_defaults(instance: dict[str, Any]) -> dict[str, Any]:

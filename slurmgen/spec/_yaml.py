@@ -1,25 +1,51 @@
-"""A strict YAML reader: PyYAML's safe loader, but a repeated key is an error, not a silent overwrite."""
+"""A strict, bounded YAML reader for specs.
+
+PyYAML's safe loader, but: a repeated key is an error (not a silent overwrite); keys are plain
+strings; and before anything is built, one streaming pass over the parser's events caps what a
+hostile file can cost (nesting depth, aliases and their expanded size, the length of numbers), so
+every input ends in one line, in bounded time and memory, never a traceback or a hang.
+Files are read by `slurmgen._input.read_text` (size cap, regular files only, strict UTF-8).
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
 
+from .._input import MAX_BYTES, UnreadableFile, decode, read_text
 
-class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The safe loader (libyaml's parser when available) refusing duplicate mapping keys."""
+__all__ = ["MAX_BYTES", "UnreadableFile", "YamlSyntaxError", "decode", "load_yaml", "read_text"]
+
+MAX_DEPTH = 32  # nested mappings/lists; the schema's deepest path is under 10
+MAX_ALIASES = 100  # `*ref` uses in one file
+MAX_EXPANDED_NODES = 100_000  # nodes once every alias is expanded (an alias bomb is billions)
+MAX_NUMBER_CHARS = 24  # a plain scalar that reads as a number; Python refuses int() of > 4300 digits
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_NUMBER = re.compile(r"[-+]?(\.?[0-9][0-9_,:.]*([eE][-+]?[0-9]+)?|0[xob][0-9a-fA-F_]+)")
+
+
+class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
+    """The safe loader (libyaml's parser when available) refusing duplicate and non-string keys."""
 
 
 def _construct_mapping(loader: Any, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     loader.flatten_mapping(node)
     seen: dict[Any, Any] = {}
     for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            kind = "a mapping" if isinstance(key_node, yaml.MappingNode) else "a list"
+            raise yaml.constructor.ConstructorError(None, None, f"{kind} used as a key; keys are plain words",
+                                                    key_node.start_mark)
         key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
+        if not isinstance(key, str):
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
+                None, None, f"key {key_node.value!r} reads as {type(key).__name__}, not text; quote it",
+                key_node.start_mark)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen[key] = loader.construct_object(value_node, deep=deep)
     return seen
 
@@ -37,14 +63,71 @@ class YamlSyntaxError(ValueError):
 
 
 def load_yaml(text: str) -> Any:
-    """Parse one YAML document; raise YamlSyntaxError with the position of the first problem."""
+    """Parse one YAML document within the caps; raise YamlSyntaxError with the position of the first problem."""
+    if len(text) > MAX_BYTES:
+        raise YamlSyntaxError(f"longer than {MAX_BYTES // 1024} KiB; a spec is a few KiB", None, None)
     try:
+        _check_bounds(text)
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+    except YamlSyntaxError:
+        raise
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         problem = err.problem or err.context or "invalid YAML"
+        if err.context and err.problem and err.problem.startswith("but "):  # "expected X, but found Y"
+            problem = f"{err.context}, {err.problem}"
         if mark is None:
             raise YamlSyntaxError(f"invalid YAML: {problem}", None, None) from None
         raise YamlSyntaxError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None
     except yaml.YAMLError as err:
         raise YamlSyntaxError(f"invalid YAML: {err}", None, None) from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as err:
+        # A value the resolver accepts but Python cannot build (e.g. a timestamp 2026-13-45).
+        raise YamlSyntaxError(f"invalid YAML: a value cannot be read ({type(err).__name__}: {err})"[:300],
+                              None, None) from None
+
+
+def _fail(message: str, mark: Any) -> YamlSyntaxError:
+    return YamlSyntaxError(message, mark.line + 1 if mark else None, mark.column + 1 if mark else None)
+
+
+def _check_bounds(text: str) -> None:
+    """One pass over the parser's events: refuse deep nesting, alias bombs and huge numbers.
+
+    Each open collection counts the nodes it holds as expanded (an alias adds its anchor's whole
+    count), so the total is known without ever building the expansion.
+    """
+    depth = 0
+    aliases = 0
+    total = 0
+    sizes: dict[str, int] = {}
+    stack: list[tuple[str | None, int]] = []  # (anchor, expanded total when the collection opened)
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _fail(f"nested deeper than {MAX_DEPTH} levels; a spec is at most a few levels deep",
+                            event.start_mark)
+            stack.append((event.anchor, total))
+            total += 1
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+            anchor, start = stack.pop()
+            if anchor is not None:
+                sizes[anchor] = total - start
+        elif isinstance(event, yaml.ScalarEvent):
+            total += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+            if (not event.style and len(event.value) > MAX_NUMBER_CHARS and _NUMBER.fullmatch(event.value)):
+                raise _fail(f"a number of {len(event.value)} characters; at most {MAX_NUMBER_CHARS} "
+                            "(quote it if it is text)", event.start_mark)
+        elif isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                raise _fail(f"more than {MAX_ALIASES} aliases (*name); write the values out or use extends:",
+                            event.start_mark)
+            total += sizes.get(event.anchor, 1)
+        if total > MAX_EXPANDED_NODES:
+            raise _fail(f"more than {MAX_EXPANDED_NODES:,} values, counting each alias as all it repeats; "
+                        "a spec has a few hundred", event.start_mark)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -10,9 +11,11 @@ from ..catalog.catalog import InstanceType, load_catalog
 from ..catalog.mixed import type_names
 from ..catalog.registries import region_has_registry
 from ..catalog.rules import catalog_rule
-from . import _checks, _schema
+from .. import secrets_scan
+from . import _checks, _schema, _text
 from . import _topology as _topology_rules
-from ._yaml import YamlSyntaxError, load_yaml
+from .errors import dotted
+from ._yaml import UnreadableFile, YamlSyntaxError, load_yaml, read_text
 from .errors import Problem, SpecError, name_keyed
 from .model import (
     Accounting, AwsIdentity, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, Directory, FairShare, Fsx, GitOpsSettings, Images,
@@ -37,7 +40,11 @@ def rules_for(catalog: Catalog | None = None) -> tuple[_checks.Rule, ...]:
 
 def load_spec(path: Path, *, catalog: Catalog | None = None) -> ClusterSpec:
     """Load one spec file, its instance types checked against `catalog`; raise SpecError listing every problem."""
-    return _load(path, path.read_text(encoding="utf-8"), rules_for(catalog))
+    try:
+        text = read_text(path)
+    except UnreadableFile as err:
+        raise SpecError([Problem(str(path), "", str(err))]) from None
+    return _load(path, text, rules_for(catalog))
 
 
 def load_specs(paths: Iterable[Path], *, catalog: Catalog | None = None) -> list[ClusterSpec]:
@@ -47,7 +54,9 @@ def load_specs(paths: Iterable[Path], *, catalog: Catalog | None = None) -> list
     rules = rules_for(catalog)
     for path in sorted(paths):
         try:
-            specs.append(_load(path, path.read_text(encoding="utf-8"), rules))
+            specs.append(_load(path, read_text(path), rules))
+        except UnreadableFile as err:
+            problems.append(Problem(str(path), "", str(err)))
         except SpecError as err:
             problems.extend(err.problems)
         except OSError as err:
@@ -88,15 +97,50 @@ def _load(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> ClusterSpec
     if isinstance(version, int) and not isinstance(version, bool) and version > _schema.schema_version():
         raise fail([("schemaVersion", f"{version} is newer than this generator reads "
                                       f"({_schema.schema_version()}); upgrade slurmgen")])
+    unsafe = list(_text.unsafe_values(data))
+    if unsafe:
+        # Before the schema: a pattern would also fail on these, for the same reason, twice.
+        raise fail(unsafe, data)
+    secret = list(_secret_findings(data))
     findings = list(_schema.check(data))
-    failed = _schema.failed_sections(data) if findings else frozenset()
+    failed = _schema.failed_sections(data) if findings or secret else frozenset()
     full = _schema.with_defaults(data)
     # Cross-field rules still run on the sections that passed the schema, so one run reports every
     # independent problem; a rule reading a section with a schema error is skipped (_checks.READS).
     findings += _checks.run(full, rules, failed)
+    # A field the schema or a rule already refuses (a bind password given as a value, a password in the
+    # directory's sssd settings) gets that more specific line only, not the scanner's echo of it.
+    refused = {p for p, _ in findings}
+    findings = [f for f in secret if f[0] not in refused] + findings
     if findings:
         raise fail(findings, full)
     return _build(source, full)
+
+
+# Where the secret belongs instead, by the field it was found in (first matching prefix wins).
+_SECRET_FIXES = (
+    (("login", "sssdConf"), "ldap_default_authtok (the bind password) must come from a Secret: describe the directory "
+                            "in directory: (its bindPassword is a Secrets Manager reference), or use secrets.mode: "
+                            "precreated with login.sssdConfSecret naming a Secret you create"),
+    (("login", "extraSshdConfig"), "keep keys and passwords in a Secret, never in sshd_config text"),
+    (("login", "sshAuthorizedKeys"), "list public keys only (ssh-ed25519 AAAA…); a private key never leaves its "
+                                     "owner"),
+    (("controller", "extraConf"), "the database password comes from accounting.database.passwordSecret (a Secret reference), never a literal"),
+    (("directory",), "the directory's bind password is only a reference (directory.bindPassword)"),
+    (("nodesets",), "keep the value in a Secret, never in Slurm parameters"),
+    (("partitions",), "keep the value in a Secret, never in Slurm parameters"),
+)
+
+
+def _secret_findings(data: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """Secret material in any spec value, with the field and where the value belongs instead."""
+    by_field: dict[tuple[Any, ...], list[str]] = {}
+    for path, finding in secrets_scan.scan_spec(data):
+        by_field.setdefault(path, []).append(finding)
+    for path, findings in by_field.items():  # one line per field, however many kinds were found in it
+        fix = next((f for prefix, f in _SECRET_FIXES if tuple(path[:len(prefix)]) == prefix),
+                   "put the value in a Kubernetes Secret and reference it (secrets.mode and the *Secret fields)")
+        yield dotted(path), f"{' and '.join(findings)}, which would land in git; {fix}"
 
 
 def merge(base: Any, override: Any) -> Any:
@@ -109,24 +153,42 @@ def merge(base: Any, override: Any) -> Any:
     return override
 
 
+MAX_EXTENDS_DEPTH = 4  # a spec, its shared defaults, and a few layers above them
+
+
 def _extend(path: Path, data: dict[str, Any], chain: tuple[Path, ...]) -> dict[str, Any]:
-    """Resolve `extends:` (a file or a list of files, relative to this one; later ones win, the spec last)."""
+    """Resolve `extends:` (a file or a list of files beside this one; later ones win, the spec last).
+
+    A name is a plain file name in the spec's own folder (no `/`, no `..`, no link leading out):
+    a spec can never pull in a file from elsewhere on the machine that renders it.
+    """
     bases = data["extends"]
     bases = [bases] if isinstance(bases, str) else bases
     child = {k: v for k, v in data.items() if k != "extends"}
     if not isinstance(bases, list) or not all(isinstance(b, str) for b in bases):
         raise SpecError([Problem(str(path), "extends", "expected a file name or a list of file names")])
+    if len(chain) > MAX_EXTENDS_DEPTH:
+        raise SpecError([Problem(str(path), "extends", f"more than {MAX_EXTENDS_DEPTH} levels of extends; "
+                                                       "merge the shared files")])
+    folder = chain[0].parent
     merged: dict[str, Any] = {}
-    for name in bases:
+    for index, name in enumerate(bases):
+        where = "extends" if isinstance(data["extends"], str) else f"extends[{index}]"
+        if not _BASE_NAME.fullmatch(name):
+            raise SpecError([Problem(str(path), where, f"{name!r} must be a file name in the same folder, "
+                                                       "such as _shared.yaml (no '/', no '..')")])
         base_path = (path.parent / name)
+        if base_path.resolve().parent != folder:
+            raise SpecError([Problem(str(path), where, f"{name} resolves outside {folder} (a link?); "
+                                                       "copy the file into the folder")])
         if base_path.resolve() in chain:
             cycle = " -> ".join(p.name for p in (*chain, base_path))
-            raise SpecError([Problem(str(path), "extends", f"{name} extends itself through {cycle}")])
+            raise SpecError([Problem(str(path), where, f"{name} extends itself through {cycle}")])
         try:
-            base = load_yaml(base_path.read_text(encoding="utf-8"))
+            base = load_yaml(read_text(base_path))
         except OSError as err:
-            raise SpecError([Problem(str(path), "extends", f"cannot read {base_path}: {err.strerror or err}")]) from None
-        except YamlSyntaxError as err:
+            raise SpecError([Problem(str(path), where, f"cannot read {base_path}: {err.strerror or err}")]) from None
+        except (YamlSyntaxError, UnreadableFile) as err:
             raise SpecError([Problem(str(base_path), "", str(err))]) from None
         if not isinstance(base, dict):
             raise SpecError([Problem(str(base_path), "", "a file named in extends must be a mapping of spec keys")])
@@ -134,6 +196,9 @@ def _extend(path: Path, data: dict[str, Any], chain: tuple[Path, ...]) -> dict[s
             base = _extend(base_path, base, (*chain, base_path.resolve()))
         merged = merge(merged, base)
     return merge(merged, child)
+
+
+_BASE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.ya?ml\Z")
 
 
 def _ref(raw: dict[str, str]) -> SecretKeyRef:

@@ -1,0 +1,59 @@
+"""Reading an input file safely: a regular file only, with a size cap, decoded strictly as UTF-8.
+
+Used for specs, the files they extend, and a site's instance-types.csv: whatever sits at the path
+(a FIFO, /dev/zero, a huge or UTF-16 file) ends in one line, never a hang, an unbounded read or a
+traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+MAX_BYTES = 1024 * 1024  # a spec is a few KiB; 1 MiB leaves room and bounds every later step
+
+
+class UnreadableFile(ValueError):
+    """An input file that is not read at all (not a regular file, too large, not UTF-8): one line."""
+
+
+SPEC_ADVICE = "a spec is a few KiB, split shared parts into files named in extends:"
+
+
+def read_text(path: Path, *, max_bytes: int = MAX_BYTES, advice: str = SPEC_ADVICE) -> str:
+    """The file's text: a regular file of at most `max_bytes`, strict UTF-8 (a UTF-8 BOM is dropped).
+
+    Opened non-blocking and checked with fstat before reading, so a FIFO never blocks and
+    /dev/zero is never read; the read itself is capped. OSError propagates (the caller names it).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UnreadableFile(f"is {_file_kind(mode)}, not a regular file; pass a file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise UnreadableFile(f"larger than {max_bytes // 1024} KiB; {advice}")
+    return decode(data)
+
+
+def decode(data: bytes) -> str:
+    """Strict UTF-8; UTF-16/32 (by BOM or NUL bytes) and invalid bytes are refused with the offset."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in data[:4096]:
+        raise UnreadableFile("is UTF-16 or UTF-32 text (or binary); save it as UTF-8")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UnreadableFile(f"is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start}); "
+                             "save it as UTF-8") from None
+    return text.removeprefix("\ufeff")
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")

@@ -21,9 +21,13 @@ from typing import Any, Sequence
 from .plan import NodeSetPlan
 from .spec import ClusterSpec
 
-#: A worker costs a Python interpreter, a jsii runtime and its Node process (~120 MB RSS measured
-#: by bench/synth_bench.py): three renderers keep a fleet's peak under 400 MB.
-MAX_PROCESSES = 3
+#: Peak memory (summed RSS of the process tree) allowed by default; SLURMGEN_MEMORY_MB raises it.
+MEMORY_BUDGET_MB = 400
+#: Measured by bench/synth_bench.py on a 40-cluster fleet: one process (Python, jsii's two Node
+#: processes) peaks at 250-370 MB; each more rendering process adds 190-250 MB (its own interpreter
+#: and jsii runtime, ~180 MB before it renders anything). So within 400 MB only one process renders.
+FIRST_PROCESS_MB = 300
+EXTRA_PROCESS_MB = 200
 #: Starting a worker (interpreter, imports, jsii) costs about as much as rendering this many
 #: clusters of 10 nodesets; below it, one process is faster.
 MIN_CLUSTERS_PER_PROCESS = 4
@@ -49,13 +53,18 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def choose_processes(clusters: int, cpus: int | None = None) -> int:
-    """How many processes render `clusters` clusters: 1 unless each gets enough work to pay its start."""
-    env = os.environ.get("SLURMGEN_WORKERS")
-    if env and env.isdigit() and int(env) > 0:
+def choose_processes(clusters: int, cpus: int | None = None, budget_mb: int | None = None) -> int:
+    """How many processes render `clusters` clusters: bounded by the CPUs, the memory budget, and
+    enough work per process to pay for its start. SLURMGEN_WORKERS forces a count."""
+    env = os.environ.get("SLURMGEN_WORKERS", "")
+    if env.isdigit() and int(env) > 0:
         return max(1, min(int(env), clusters))
     cpus = cpus if cpus is not None else cpu_count()
-    return max(1, min(cpus, MAX_PROCESSES, clusters // MIN_CLUSTERS_PER_PROCESS))
+    if budget_mb is None:
+        raw = os.environ.get("SLURMGEN_MEMORY_MB", "")
+        budget_mb = int(raw) if raw.isdigit() else MEMORY_BUDGET_MB
+    by_memory = 1 + max(0, budget_mb - FIRST_PROCESS_MB) // EXTRA_PROCESS_MB
+    return max(1, min(cpus, by_memory, clusters // MIN_CLUSTERS_PER_PROCESS))
 
 
 def weight(spec: ClusterSpec) -> int:

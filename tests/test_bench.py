@@ -63,3 +63,10 @@ def test_make_bench_reports_and_make_bench_gate_gates():
     makefile = (REPO / "Makefile").read_text()
     assert "bench/synth_bench.py" in recipe(makefile, "bench") and "--gate" not in recipe(makefile, "bench")
     assert "bench/synth_bench.py --gate" in recipe(makefile, "bench-gate")
+
+
+def test_a_variant_row_is_shown_but_not_judged(bench):
+    # GIVEN the largest fleet also run with --workers 2, over the memory budget and slower
+    rows = [row(40, 4.0, 5.0), {**row(40, 9.0, 5.0, mem=600), "label": "40 cluster(s), --workers 2", "variant": True}]
+    # THEN only the default run is judged
+    assert bench.missed_targets(rows) == []

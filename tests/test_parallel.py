@@ -44,18 +44,28 @@ def test_clusters_are_dealt_into_shares_of_similar_cost():
     assert max(loads) - min(loads) <= max(parallel.weight(s) for s in specs)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("clusters", "cpus", "expected"), [
-    (1, 2, 1),     # one cluster: a worker's start would cost more than it saves
-    (3, 8, 1),     # too few clusters per process
-    (8, 2, 2),     # two CPUs: two processes
-    (40, 2, 2),
-    (40, 1, 1),    # one CPU: never more than one
-    (40, 16, parallel.MAX_PROCESSES),  # memory: at most MAX_PROCESSES jsii runtimes
+@pytest.mark.parametrize(("clusters", "cpus", "budget", "expected"), [
+    (40, 2, parallel.MEMORY_BUDGET_MB, 1),  # the default budget holds one jsii runtime only
+    (1, 2, 2000, 1),      # one cluster: a worker's start would cost more than it saves
+    (7, 8, 2000, 1),      # too few clusters per process
+    (8, 2, 2000, 2),      # two CPUs: two processes
+    (40, 2, 2000, 2),
+    (40, 1, 2000, 1),     # one CPU: never more than one
+    (40, 16, 700, 3),     # memory: 300 MB for the first process, 200 MB for each more
 ])
-def test_process_count_follows_cpus_fleet_size_and_memory(monkeypatch, clusters, cpus, expected):
+def test_process_count_follows_cpus_fleet_size_and_memory(monkeypatch, clusters, cpus, budget, expected):
     # GIVEN no override / WHEN choosing / THEN the count is bounded by CPUs, work and memory
     monkeypatch.delenv("SLURMGEN_WORKERS", raising=False)
-    assert parallel.choose_processes(clusters, cpus) == expected
+    assert parallel.choose_processes(clusters, cpus, budget) == expected
+
+
+def test_the_memory_budget_comes_from_the_environment(monkeypatch):
+    # GIVEN SLURMGEN_MEMORY_MB / WHEN choosing for a large fleet on many CPUs / THEN it bounds the count
+    monkeypatch.delenv("SLURMGEN_WORKERS", raising=False)
+    monkeypatch.setenv("SLURMGEN_MEMORY_MB", "500")
+    assert parallel.choose_processes(40, 8) == 2
+    monkeypatch.delenv("SLURMGEN_MEMORY_MB")
+    assert parallel.choose_processes(40, 8) == 1
 
 
 def test_the_environment_can_force_a_process_count(monkeypatch):

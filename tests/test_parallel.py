@@ -73,3 +73,20 @@ def test_the_environment_can_force_a_process_count(monkeypatch):
     monkeypatch.setenv("SLURMGEN_WORKERS", "3")
     assert parallel.choose_processes(40, 1) == 3
     assert parallel.choose_processes(2, 1) == 2
+
+
+def test_a_failure_in_a_worker_is_one_plain_line_like_in_one_process(tmp_path):
+    # GIVEN CRD schemas that cannot be read (an empty --crd-dir)
+    from slurmgen.pipeline import InputError
+
+    empty = tmp_path / "crds"
+    empty.mkdir()
+    # WHEN the examples render in one process, then in three
+    lines = []
+    for processes in (1, 3):
+        with pytest.raises(InputError) as err:
+            run(EXAMPLES, crd_dir=empty, processes=processes)
+        lines.append(err.value.lines)
+    # THEN both report the same plain line(s), naming the problem
+    assert lines[0] == lines[1]
+    assert lines[0] and all(line.startswith("cannot validate the rendered objects: ") for line in lines[0])

@@ -10,7 +10,7 @@ everything that can change those bytes:
   schemas and the instance catalog; the site `instance-types.csv` beside the specs;
 - the Python and npm lock files (`requirements.txt` pins cdk8s, jsii, jsonschema, PyYAML, ...;
   `package-lock.json`), the Python version and implementation;
-- the options that change the output (`--crd-dir` disables the cache instead).
+- the environment that changes the output (`CDK8S_*`, `JSII_*`); `--crd-dir` disables the cache.
 
 An entry is trusted only when its header names the same format and key and the sha256 of its
 payload matches; anything else (truncated, edited, another version's) is ignored, never used.
@@ -78,6 +78,13 @@ def generator_digest(package: Path = PACKAGE, lock_files: Iterable[Path] = LOCK_
     for path in lock_files:
         h.update(f"{path.name}\0{_file_digest(path)}\0".encode())
     return h.hexdigest()
+
+
+def environment_options(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment that can change rendered bytes: cdk8s's switches (CDK8S_DISABLE_SORT sorts
+    no keys) and jsii's (JSII_NODE picks the Node.js). CDK8S_OUTDIR only moves the output."""
+    return {k: v for k, v in sorted(environ.items())
+            if k.startswith(("CDK8S_", "JSII_")) and k != "CDK8S_OUTDIR"}
 
 
 def extends_chain(path: Path) -> list[Path] | None:

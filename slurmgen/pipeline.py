@@ -207,8 +207,9 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         with result.timer("cache"):
             shared = render_cache.generator_digest()
             site_csv = _site_csv(spec_paths)
+            options = render_cache.environment_options()
             for path in spec_paths:
-                key = render_cache.cluster_key(path, shared, site_csv, {})
+                key = render_cache.cluster_key(path, shared, site_csv, options)
                 if key:
                     keys[str(path)] = key
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen") as pool:

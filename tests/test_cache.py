@@ -260,3 +260,13 @@ def test_the_fast_tree_reader_reads_what_the_writer_module_reads(tmp_path):
     assert read_texts(tmp_path) == read_tree(tmp_path)
     assert set(read_texts(tmp_path)) == {"a/b/x.yaml", "a-c.yaml", ".hidden", "link.yaml"}
     assert read_texts(tmp_path / "absent") == {}
+
+
+def test_the_environment_that_changes_output_is_in_the_key():
+    # GIVEN environments differing in a cdk8s switch, the Node.js jsii runs, or only the output folder
+    base = {"HOME": "/h", "PATH": "/bin"}
+    # WHEN reduced to the options of the key / THEN the first two count, the output folder does not
+    assert cache.environment_options(base) == {}
+    assert cache.environment_options({**base, "CDK8S_DISABLE_SORT": "1"}) == {"CDK8S_DISABLE_SORT": "1"}
+    assert cache.environment_options({**base, "JSII_NODE": "/opt/node"}) == {"JSII_NODE": "/opt/node"}
+    assert cache.environment_options({**base, "CDK8S_OUTDIR": "/tmp/x"}) == {}

@@ -27,11 +27,11 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
-FORMAT = 1  # bump when the entry layout changes
+FORMAT = 2  # bump when the entry layout changes
 KEEP_PER_CLUSTER = 4  # entries kept per cluster name (others are removed when a new one is stored)
 PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
@@ -133,11 +133,47 @@ def cluster_key(spec_path: Path, shared: str, site_csv: Path | None, options: Ma
     return h.hexdigest()
 
 
+class LazyObjects(Mapping[str, Any]):
+    """A cached cluster's objects, decoded from the (already verified) entry on first use.
+
+    Why: on a hit the writer and `--check` need only the texts, and the guards skip an unchanged
+    tree, so decoding every object of an unchanged fleet would be most of a hit's cost.
+    """
+
+    def __init__(self, raw: bytes, paths: Iterable[str]) -> None:
+        self._raw: bytes | None = raw
+        self._paths = list(paths)
+        self._objects: dict[str, Any] | None = None
+
+    def _load(self) -> dict[str, Any]:
+        if self._objects is None:
+            assert self._raw is not None
+            objects = json.loads(self._raw)
+            if not isinstance(objects, dict) or list(objects) != self._paths:
+                raise ValueError("render cache entry: objects do not match their texts")
+            self._objects, self._raw = objects, None
+        return self._objects
+
+    def __getitem__(self, key: str) -> Any:
+        return self._load()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __eq__(self, other: object) -> bool:
+        return dict(self.items()) == (dict(other.items()) if isinstance(other, Mapping) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass(frozen=True)
 class Entry:
     """A cached render of one cluster: objects and YAML texts by relative path."""
 
-    files: dict[str, Any]
+    files: Mapping[str, Any]
     texts: dict[str, str]
 
 
@@ -160,12 +196,11 @@ def load(name: str, key: str, root: Path | None = None) -> Entry | None:
         if (not isinstance(header, dict) or header.get("format") != FORMAT or header.get("key") != key
                 or header.get("cluster") != name or header.get("sha256") != hashlib.sha256(payload).hexdigest()):
             return None
-        body = json.loads(payload)
-        files, texts = body["files"], body["texts"]
-        if (not isinstance(files, dict) or not isinstance(texts, dict) or set(files) != set(texts)
-                or not all(isinstance(t, str) for t in texts.values())):
+        texts_part, _, files_part = payload.partition(b"\n")
+        texts = json.loads(texts_part)
+        if not isinstance(texts, dict) or not all(isinstance(t, str) for t in texts.values()) or not files_part:
             return None
-        return Entry(files=files, texts=texts)
+        return Entry(files=LazyObjects(files_part, texts), texts=texts)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -175,7 +210,12 @@ def store(name: str, key: str, files: Mapping[str, Any], texts: Mapping[str, str
     root = root or cache_dir()
     try:
         root.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps({"files": files, "texts": texts}, separators=(",", ":")).encode()
+        if list(files) != list(texts):
+            return
+        # texts on one line, objects on the next (JSON escapes newlines): a hit decodes the objects
+        # only when something reads them (LazyObjects)
+        payload = (json.dumps(dict(texts), separators=(",", ":")) + "\n"
+                   + json.dumps(dict(files), separators=(",", ":"))).encode()
         header = json.dumps({"format": FORMAT, "key": key, "cluster": name,
                              "sha256": hashlib.sha256(payload).hexdigest()}).encode()
         fd, tmp = tempfile.mkstemp(prefix=f".{name}-", dir=root)

@@ -270,3 +270,16 @@ def test_the_environment_that_changes_output_is_in_the_key():
     assert cache.environment_options({**base, "CDK8S_DISABLE_SORT": "1"}) == {"CDK8S_DISABLE_SORT": "1"}
     assert cache.environment_options({**base, "JSII_NODE": "/opt/node"}) == {"JSII_NODE": "/opt/node"}
     assert cache.environment_options({**base, "CDK8S_OUTDIR": "/tmp/x"}) == {}
+
+
+def test_a_hit_decodes_its_objects_only_when_read(cache_root):
+    # GIVEN the example in the cache
+    spec = REPO / "clusters" / "example.yaml"
+    fresh = run([spec], use_cache=True)
+    # WHEN read back
+    (hit,) = run([spec], use_cache=True).clusters
+    # THEN its objects are not decoded yet (the writer and --check need only the texts) ...
+    assert isinstance(hit.files, cache.LazyObjects) and hit.files._objects is None
+    assert len(hit.files) == len(fresh.clusters[0].files)
+    # ... and once read they are the rendered objects, in the same order
+    assert list(hit.files.items()) == list(fresh.clusters[0].files.items())

@@ -48,10 +48,10 @@ node_modules/.installed: package-lock.json $(STAMP)
 cdk8s-synth: node_modules/.installed  ## the same render through the pinned cdk8s CLI
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" CDK8S_CHECK_UPGRADE=false node_modules/.bin/cdk8s synth
 
-# e.g. `make bench BENCH_ARGS='--sizes 1 --runs 1'` for a quick look on a shared machine
+# e.g. `make bench BENCH_ARGS='--clusters 1 --runs 1 --no-edit --workers 0'` for a quick look on a shared machine
 BENCH_ARGS ?=
 
-bench: $(STAMP)  ## synth benchmark (fleets of 1..400 nodesets against a minimal cdk8s app): report, exit 0
+bench: $(STAMP)  ## synth benchmark (fleets of 1, 10, 40 clusters and a one-cluster edit against a bare cdk8s app): report, exit 0
 	@$(PY) bench/synth_bench.py $(BENCH_ARGS)
 
 bench-gate: $(STAMP)  ## the same benchmark, exit 1 when a target is missed

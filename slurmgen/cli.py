@@ -52,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", metavar="NAME", help="with --explain or --preview: only this cluster")
     p.add_argument("--crd-dir", type=Path, metavar="DIR",
                    help="validate against the CRD YAML files in DIR instead of the vendored, pinned schemas")
+    p.add_argument("--no-cache", action="store_true",
+                   help="render every cluster, neither reading nor writing the render cache (CI)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes that render (default: from the CPUs and the number of clusters to render)")
     return p
 
 
@@ -84,7 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .pipeline import InputError, run
 
     try:
-        result = run(spec_paths, crd_dir=args.crd_dir)
+        result = run(spec_paths, crd_dir=args.crd_dir, use_cache=not args.no_cache,
+                     processes=max(1, args.workers) if args.workers is not None else None)
     except InputError as err:
         for line in err.lines:
             print(line, file=sys.stderr)
@@ -148,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         try:
             with result.timer("write"), _signals_unwind():
-                output.write_all(out, {c.spec.name: result.texts(c) for c in result.clusters}, found)
+                output.write_all(out, result.changed_trees(out, found.interrupted), found)
         except output.OutputError as err:
             for line in err.lines:
                 print(line, file=sys.stderr)

@@ -16,9 +16,10 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import importlib
 from concurrent.futures import ThreadPoolExecutor
 
-from . import guards, verify
+from . import cache as render_cache, guards, parallel, verify
+from .plan import plan_cluster
 from .slurmconf import checks as slurmconf_checks
-from .output import NOT_A_FILE, dump, read_tree, write_all
+from .output import JOURNAL, NOT_A_FILE, dump, read_tree, write_all
 from .catalog.catalog import CatalogError, InstanceType, load_catalog, site_catalog_path
 from .rendered import RenderedCluster
 from .spec import SpecError, load_specs
@@ -39,12 +40,31 @@ class Result:
     rendered_texts: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> path -> YAML
     catalog: Mapping[str, InstanceType] | None = None  # the one the specs were checked and rendered with
     bases: dict[Path, dict] = field(default_factory=dict)  # out/<cluster> -> its objects, read once
+    cached: frozenset[str] = frozenset()  # clusters taken from the render cache, not rendered
+    old_texts: dict[Path, dict[str, str]] = field(default_factory=dict)  # out/<cluster> -> path -> text, read once
 
     def base(self, root: Path) -> dict:
         """The objects of the tree a write would replace (path -> object), read once per run."""
         if root not in self.bases:
             self.bases[root] = guards.read_tree(root)
         return self.bases[root]
+
+    def old_text(self, root: Path) -> dict[str, str]:
+        """The files of the tree a write would replace (path -> text), read once per run."""
+        if root not in self.old_texts:
+            self.old_texts[root] = read_tree(root)  # never follows a link (NOT_A_FILE), unlike os.walk + open
+        return self.old_texts[root]
+
+    def unchanged(self, out: Path, cluster: RenderedCluster) -> bool:
+        """True when `out/<cluster>/` already holds exactly this render, byte for byte.
+
+        Then nothing is removed or changed: the guards and sync-wave checks have nothing to judge and
+        the write nothing to do, so a fleet where one cluster changed costs about one cluster.
+        """
+        try:
+            return self.old_text(out / cluster.spec.name) == self.texts(cluster)
+        except (OSError, UnicodeDecodeError):  # unreadable: judged and replaced as a changed tree
+            return False
 
     @contextmanager
     def timer(self, step: str) -> Iterator[None]:
@@ -69,10 +89,11 @@ class Result:
     def guard(self, out: Path, allow: Iterable[str] = ()) -> list[str]:
         """Destructive changes against the trees in `out/` that `allow` does not approve.
 
+        A cluster whose folder already holds exactly this render changes nothing and is not judged.
         Raises guards.BadApproval for an approval that is ambiguous or matches nothing, and
         guards.UnreadableTree when a previous tree cannot be read (its objects cannot be checked).
         """
-        changes = [change for cluster in self.clusters
+        changes = [change for cluster in self.clusters if not self.unchanged(out, cluster)
                    for change in guards.destructive_changes(cluster.spec.name,
                                                             list(self.base(out / cluster.spec.name).values()),
                                                             cluster.files.values())]
@@ -86,6 +107,8 @@ class Result:
         lines: list[str] = []
         with self.timer("sync waves"):
             for cluster in self.clusters:
+                if self.unchanged(out, cluster):
+                    continue
                 old = self.base(out / cluster.spec.name)
                 if old:
                     lines += blocking(wave_problems(cluster.spec.name, old, cluster.files))
@@ -99,20 +122,31 @@ class Result:
         return sorted(p.name for p in out.iterdir()
                       if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and p.name not in names)
 
+    def changed_trees(self, out: Path, pending: Iterable[str] = ()) -> dict[str, dict[str, str]]:
+        """cluster -> path -> text of every cluster whose `out/<cluster>/` does not already hold exactly
+        this render, and of those named in `pending` (an interrupted earlier write left them mixed):
+        a fleet where one cluster changed rewrites one folder."""
+        again = set(pending)
+        return {c.spec.name: self.texts(c) for c in self.clusters if c.spec.name in again or not self.unchanged(out, c)}
+
     def write(self, out: Path) -> None:
-        """Replace `out/<cluster>/` for every rendered cluster, all or nothing; other folders are left alone.
+        """Replace `out/<cluster>/` for every changed cluster, all or nothing; other folders are left alone.
 
         Raises output.OutputError when `out` (or a cluster folder in it) is not ours, OSError when
         the file system fails.
         """
-        write_all(out, {cluster.spec.name: self.texts(cluster) for cluster in self.clusters})
+        journal = out / JOURNAL
+        pending = journal.read_text(encoding="utf-8").split() if journal.is_file() and not journal.is_symlink() else []
+        write_all(out, self.changed_trees(out, pending))
+        for cluster in self.clusters:
+            self.old_texts.pop(out / cluster.spec.name, None)
 
     def compare(self, out: Path) -> list[str]:
         """Readable drift between this render and `out/`: one line per file, then a short diff."""
         lines: list[str] = []
         for cluster in self.clusters:
             root = out / cluster.spec.name
-            new, old = self.texts(cluster), read_tree(root)
+            new, old = self.texts(cluster), self.old_text(root)
             for rel in sorted(set(new) | set(old)):
                 if old.get(rel) == NOT_A_FILE:
                     lines.append(f"foreign: {root / rel} (not a regular file; never followed, synth refuses it)")
@@ -144,47 +178,117 @@ def site_catalog(spec_paths: Sequence[Path]) -> Mapping[str, InstanceType]:
         raise InputError([str(err)]) from None
 
 
+def _site_csv(spec_paths: Sequence[Path]) -> Path | None:
+    """The site `instance-types.csv` the specs are rendered with (site_catalog has refused two)."""
+    found = sorted({p for p in (site_catalog_path(path.parent) for path in spec_paths) if p is not None})
+    return found[0] if found else None
+
+
 def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
-        catalog: Mapping[str, InstanceType] | None = None) -> Result:
+        catalog: Mapping[str, InstanceType] | None = None, use_cache: bool = False,
+        processes: int | None = None) -> Result:
     """Load, render and verify; raise InputError with every problem found.
 
     `catalog` defaults to the packaged one plus the specs' folder's instance-types.csv (site_catalog).
+    With `use_cache`, a cluster whose inputs are unchanged is taken from the render cache (cache.py)
+    instead of rendered; it is off with `crd_dir` or a caller's own `catalog` (not in the key).
+    The clusters left to render are shared among `processes` processes (default: parallel.choose_processes).
     """
     if not spec_paths:
         raise InputError(["no spec files: add clusters/<name>.yaml or pass --spec FILE"])
     result = Result(clusters=())
+    own_catalog = catalog is None
+    use_cache = use_cache and own_catalog and crd_dir is None
     # Starting cdk8s (a Node.js process loading its assemblies) and building the validators is
-    # mostly waiting or independent work: it runs beside spec loading and rendering.
+    # mostly waiting or independent work: it runs beside spec loading and rendering; with the
+    # cache on, unless every cluster has an entry.
+    keys: dict[str, str] = {}  # spec source -> cache key
+    if use_cache:
+        with result.timer("cache"):
+            shared = render_cache.generator_digest()
+            site_csv = _site_csv(spec_paths)
+            options = render_cache.environment_options()
+            for path in spec_paths:
+                key = render_cache.cluster_key(path, shared, site_csv, options)
+                if key:
+                    keys[str(path)] = key
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen") as pool:
-        builder = pool.submit(importlib.import_module, "slurmgen.build")
+        # Start cdk8s now unless every cluster has a cache entry (that is then read and checked).
+        maybe_all_cached = use_cache and all(
+            str(p) in keys and render_cache.exists(p.stem, keys[str(p)]) for p in spec_paths)
+        builder = None if maybe_all_cached else pool.submit(importlib.import_module, "slurmgen.build")
         with result.timer("load"):
             catalog = catalog if catalog is not None else site_catalog(spec_paths)
+            site_csv = _site_csv(spec_paths) if own_catalog else None
             try:
                 specs = load_specs(spec_paths, catalog=catalog)
             except SpecError as err:
                 raise InputError(str(p) for p in err.problems) from None
+        cached: dict[str, RenderedCluster] = {}
+        cached_texts: dict[str, dict[str, str]] = {}
+        entry_keys: dict[str, tuple[str, str]] = {}  # cluster -> (entry label, key)
+        if use_cache:
+            with result.timer("cache"):
+                for spec in specs:
+                    if spec.source not in keys:
+                        continue
+                    label = Path(spec.source).stem
+                    entry_keys[spec.name] = (label, keys[spec.source])
+                    entry = render_cache.load(label, keys[spec.source])
+                    if entry is not None:
+                        cached[spec.name] = RenderedCluster(spec=spec, plans=plan_cluster(spec, catalog),
+                                                            files=entry.files)
+                        cached_texts[spec.name] = entry.texts
+        misses = [s for s in specs if s.name not in cached]
+        if misses and builder is None:
+            builder = pool.submit(importlib.import_module, "slurmgen.build")
+        count = processes if processes is not None else parallel.choose_processes(len(misses))
+        shares = parallel.split(misses, max(1, min(count, len(misses))) if own_catalog else 1) if misses else [[]]
+        workers, futures = parallel.start_workers(shares[1:], site_csv, crd_dir)
         prepared = [pool.submit(verify.prepare, crd_dir, version)
-                    for version in sorted({s.aws.kubernetes_version for s in specs})]
+                    for version in sorted({s.aws.kubernetes_version for s in shares[0]})]
         # While the main thread waits on jsii for cluster n+1, a worker checks, validates and dumps
         # cluster n (jsii's pipe reads release the GIL).
         clusters: list[RenderedCluster] = []
         jobs = []
-        with result.timer("cdk8s start"):
-            build = builder.result()  # imported beside spec loading; waits only for what is left
-        with result.timer("render"):
-            for cluster in build.render_each(specs, catalog):
-                clusters.append(cluster)
-                jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result, catalog))
-        with result.timer("finish checks"):
-            try:
-                checked = [job.result() for job in jobs]
-            except verify.SchemaUnavailable as err:
-                raise InputError([f"cannot validate the rendered objects: {err}"]) from None
-    problems = [line for lines, _ in checked for line in lines]
+        try:
+            if shares[0]:
+                with result.timer("cdk8s start"):
+                    build = builder.result()  # imported beside spec loading; waits only for what is left
+                with result.timer("render"):
+                    for cluster in build.render_each(shares[0], catalog):
+                        clusters.append(cluster)
+                        jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result, catalog))
+            with result.timer("finish checks"):
+                try:
+                    checked = [job.result() for job in jobs]
+                    from_workers = [r for f in futures for r in f.result()]
+                except verify.SchemaUnavailable as err:
+                    raise InputError([f"cannot validate the rendered objects: {err}"]) from None
+        finally:
+            if workers is not None:
+                workers.shutdown(cancel_futures=True)
+    by_spec = {s.name: s for s in specs}
+    outcome: dict[str, tuple[RenderedCluster, list[str], dict[str, str]]] = {
+        cluster.spec.name: (cluster, lines, text) for cluster, (lines, text) in zip(clusters, checked)}
+    for r in from_workers:
+        outcome[r.name] = (RenderedCluster(spec=by_spec[r.name], plans=r.plans, files=r.files), r.problems, r.texts)
+        for step, secs in r.timings.items():
+            result.timings[f"worker {step}"] = result.timings.get(f"worker {step}", 0.0) + secs
+    problems = [line for name in sorted(outcome) for line in outcome[name][1]]
+    if use_cache:
+        with result.timer("cache"):
+            for name, (cluster, lines, text) in outcome.items():
+                if not lines and name in entry_keys:
+                    render_cache.store(*entry_keys[name], cluster.files, text)
     if problems:
         raise InputError(problems)
-    texts = {cluster.spec.name: text for cluster, (_, text) in zip(clusters, checked)}
-    return Result(clusters=tuple(clusters), timings=result.timings, rendered_texts=texts, catalog=catalog)
+    for name, cluster in cached.items():
+        outcome[name] = (cluster, [], cached_texts[name])
+    names = sorted(outcome)
+    return Result(clusters=tuple(outcome[n][0] for n in names), timings=result.timings,
+                  rendered_texts={n: outcome[n][2] for n in names}, catalog=catalog,
+                  cached=frozenset(cached))
 
 
 def _check(cluster: RenderedCluster, crd_dir: Path | None, prepared: list, result: Result,

@@ -55,3 +55,15 @@ def rendered():
 def example(rendered):
     """The embedded default cluster's files: {relative path: object}."""
     return rendered["example"].files
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_render_cache(tmp_path_factory):
+    """The render cache (slurmgen/cache.py) of a test session is a fresh folder, never the user's."""
+    before = os.environ.get("SLURMGEN_CACHE_DIR")
+    os.environ["SLURMGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("render-cache"))
+    yield
+    if before is None:
+        os.environ.pop("SLURMGEN_CACHE_DIR", None)
+    else:
+        os.environ["SLURMGEN_CACHE_DIR"] = before

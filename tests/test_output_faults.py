@@ -51,6 +51,13 @@ def rendered_out(tmp_path, capsys):
     return out
 
 
+def make_stale(out: Path) -> None:
+    """Edit the rendered tree by hand, so the next synth has something to write (a folder that
+    already holds exactly the render is left alone, and no write would happen to fail)."""
+    root = out / "t" / "bootstrap" / "application-t-root.yaml"
+    root.write_text(root.read_text() + "# edited by hand\n")
+
+
 # --- what the writer refuses ------------------------------------------------------------------
 
 
@@ -201,8 +208,10 @@ def test_an_output_folder_below_a_file_is_one_line(tmp_path, capsys):
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EACCES])
 def test_a_full_or_read_only_output_is_one_line_and_changes_nothing(code, rendered_out, tmp_path, monkeypatch, capsys):
-    # GIVEN a previous render, and a file system that fails the 5th file written (full disk,
-    # read-only, no permission: injected, since the tests run as root and chmod would not stop them)
+    # GIVEN a previous render (edited, so synth rewrites it), and a file system that fails the 5th file
+    # written (full disk, read-only, no permission: injected, since the tests run as root and chmod
+    # would not stop them)
+    make_stale(rendered_out)
     before = snapshot(rendered_out)
     real, calls = Path.write_text, {"n": 0}
 
@@ -295,6 +304,7 @@ def test_sigkill_mid_write_leaves_the_old_tree_and_the_next_runs_see_the_leftove
 
 
 def test_sigterm_mid_write_cleans_up_before_exiting(rendered_out, tmp_path):
+    make_stale(rendered_out)
     before = snapshot(rendered_out)
     done = _interrupted(tmp_path, rendered_out, signal.SIGTERM)
     assert done.returncode == 128 + signal.SIGTERM and "Traceback" not in done.stderr

@@ -1,0 +1,243 @@
+"""Render cache: a cluster whose every input is unchanged is not rendered again.
+
+Why: every synth and `--check` used to re-render every cluster, so a change to one cluster of
+forty paid for forty. An entry holds what a successful render produced for one cluster (objects
+and their YAML texts, after every per-cluster check passed), filed under a key that hashes
+everything that can change those bytes:
+
+- the spec file and every file it `extends` (bytes, followed recursively), and its path;
+- the generator itself: every file of the `slurmgen` package, which includes the vendored CRD
+  schemas and the instance catalog; the site `instance-types.csv` beside the specs;
+- the Python and npm lock files (`requirements.txt` pins cdk8s, jsii, jsonschema, PyYAML, ...;
+  `package-lock.json`), the Python version and implementation;
+- the environment that changes the output (`CDK8S_*`, `JSII_*`); `--crd-dir` disables the cache.
+
+An entry is trusted only when its header names the same format and key and the sha256 of its
+payload matches; anything else (truncated, edited, another version's) is ignored, never used.
+The cache lives outside the repository: `$SLURMGEN_CACHE_DIR`, else `slurmgen/render` under
+`$XDG_CACHE_HOME` (default `~/.cache`). Only rendered output is cached there, never CRD schemas.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+import yaml
+
+from ._input import UnreadableFile, read_text
+from .catalog.catalog import SITE_CSV_MAX_BYTES
+
+FORMAT = 2  # bump when the entry layout changes
+KEEP_PER_CLUSTER = 4  # entries kept per cluster name (others are removed when a new one is stored)
+PACKAGE = Path(__file__).resolve().parent
+REPO = PACKAGE.parent
+LOCK_FILES = (REPO / "requirements.txt", REPO / "package-lock.json")
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def cache_dir() -> Path:
+    """Where entries live: never inside the repository."""
+    explicit = os.environ.get("SLURMGEN_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "slurmgen" / "render"
+
+
+def tree_digest(root: Path, *, suffixes: tuple[str, ...] = ()) -> str:
+    """sha256 over every file under `root` (relative path and bytes), in path order.
+
+    Byte-code caches are skipped: they follow from the sources and differ between `-O` and not.
+    """
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        if "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
+            continue
+        if suffixes and path.suffix not in suffixes:
+            continue
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def _file_digest(path: Path | None) -> str:
+    if path is None or not path.is_file():
+        return "absent"
+    try:
+        return hashlib.sha256(read_text(path, max_bytes=SITE_CSV_MAX_BYTES).encode()).hexdigest()
+    except (OSError, UnreadableFile):
+        return "unreadable"  # the loader reports it; a key that never matches a stored entry
+
+
+def generator_digest(package: Path = PACKAGE, lock_files: Iterable[Path] = LOCK_FILES) -> str:
+    """What every cluster's key shares: the generator's sources and data, the lock files, Python."""
+    h = hashlib.sha256()
+    h.update(f"format {FORMAT}\0{sys.implementation.name} {sys.version}\0".encode())
+    h.update(tree_digest(package).encode())
+    for path in lock_files:
+        h.update(f"{path.name}\0{_file_digest(path)}\0".encode())
+    return h.hexdigest()
+
+
+def environment_options(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment that can change rendered bytes: cdk8s's switches (CDK8S_DISABLE_SORT sorts
+    no keys) and jsii's (JSII_NODE picks the Node.js). CDK8S_OUTDIR only moves the output."""
+    return {k: v for k, v in sorted(environ.items())
+            if k.startswith(("CDK8S_", "JSII_")) and k != "CDK8S_OUTDIR"}
+
+
+def extends_chain(path: Path) -> list[Path] | None:
+    """The spec file and every file it extends, recursively, in reading order.
+
+    Mirrors `spec.loader._extend` (names relative to the file naming them). None when the chain
+    cannot be followed (then the cluster is simply not cached).
+    """
+    chain: list[Path] = []
+    seen: set[Path] = set()
+
+    def follow(p: Path) -> bool:
+        if p.resolve() in seen:
+            return False  # a cycle: the loader refuses it anyway
+        seen.add(p.resolve())
+        chain.append(p)
+        try:
+            # The loader's own bounded reader: a FIFO, a device or an oversized file is no key (and the
+            # loader then reports it), never a read that blocks or fills memory.
+            text = read_text(p)
+            if "extends" not in text:
+                return True  # no key named extends: nothing to follow (and no YAML to parse)
+            data = yaml.load(text, Loader=_LOADER)
+        except (OSError, UnreadableFile, yaml.YAMLError, UnicodeDecodeError):
+            return False
+        bases = data.get("extends") if isinstance(data, dict) else None
+        if bases is None:
+            return True
+        bases = [bases] if isinstance(bases, str) else bases
+        if not isinstance(bases, list):
+            return False
+        return all(isinstance(b, str) and follow(p.parent / b) for b in bases)
+
+    return chain if follow(path) else None
+
+
+def cluster_key(spec_path: Path, shared: str, site_csv: Path | None, options: Mapping[str, str]) -> str | None:
+    """The key of one cluster's render, or None when its inputs cannot all be read."""
+    chain = extends_chain(spec_path)
+    if chain is None:
+        return None
+    h = hashlib.sha256()
+    h.update(f"{shared}\0{spec_path}\0".encode())
+    for path in chain:
+        h.update(f"{path}\0{_file_digest(path)}\0".encode())
+    h.update(f"site-csv\0{_file_digest(site_csv)}\0".encode())
+    h.update(json.dumps(dict(options), sort_keys=True).encode())
+    return h.hexdigest()
+
+
+class LazyObjects(Mapping[str, Any]):
+    """A cached cluster's objects, decoded from the (already verified) entry on first use.
+
+    Why: on a hit the writer and `--check` need only the texts, and the guards skip an unchanged
+    tree, so decoding every object of an unchanged fleet would be most of a hit's cost.
+    """
+
+    def __init__(self, raw: bytes, paths: Iterable[str]) -> None:
+        self._raw: bytes | None = raw
+        self._paths = list(paths)
+        self._objects: dict[str, Any] | None = None
+
+    def _load(self) -> dict[str, Any]:
+        if self._objects is None:
+            assert self._raw is not None
+            objects = json.loads(self._raw)
+            if not isinstance(objects, dict) or list(objects) != self._paths:
+                raise ValueError("render cache entry: objects do not match their texts")
+            self._objects, self._raw = objects, None
+        return self._objects
+
+    def __getitem__(self, key: str) -> Any:
+        return self._load()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __eq__(self, other: object) -> bool:
+        return dict(self.items()) == (dict(other.items()) if isinstance(other, Mapping) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A cached render of one cluster: objects and YAML texts by relative path."""
+
+    files: Mapping[str, Any]
+    texts: dict[str, str]
+
+
+def _entry_path(root: Path, name: str, key: str) -> Path:
+    return root / f"{name}-{key}.json"
+
+
+def exists(name: str, key: str, root: Path | None = None) -> bool:
+    """Whether an entry file is there (a quick look before it is read and checked)."""
+    return _entry_path(root or cache_dir(), name, key).is_file()
+
+
+def load(name: str, key: str, root: Path | None = None) -> Entry | None:
+    """The entry for `key`, or None when there is none or it cannot be trusted."""
+    path = _entry_path(root or cache_dir(), name, key)
+    try:
+        raw = path.read_bytes()
+        head, _, payload = raw.partition(b"\n")
+        header = json.loads(head)
+        if (not isinstance(header, dict) or header.get("format") != FORMAT or header.get("key") != key
+                or header.get("cluster") != name or header.get("sha256") != hashlib.sha256(payload).hexdigest()):
+            return None
+        texts_part, _, files_part = payload.partition(b"\n")
+        texts = json.loads(texts_part)
+        if not isinstance(texts, dict) or not all(isinstance(t, str) for t in texts.values()) or not files_part:
+            return None
+        return Entry(files=LazyObjects(files_part, texts), texts=texts)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def store(name: str, key: str, files: Mapping[str, Any], texts: Mapping[str, str], root: Path | None = None) -> None:
+    """Save one cluster's render (atomically: a reader sees the whole entry or none); errors are ignored."""
+    root = root or cache_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if list(files) != list(texts):
+            return
+        # texts on one line, objects on the next (JSON escapes newlines): a hit decodes the objects
+        # only when something reads them (LazyObjects)
+        payload = (json.dumps(dict(texts), separators=(",", ":")) + "\n"
+                   + json.dumps(dict(files), separators=(",", ":"))).encode()
+        header = json.dumps({"format": FORMAT, "key": key, "cluster": name,
+                             "sha256": hashlib.sha256(payload).hexdigest()}).encode()
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}-", dir=root)
+        with os.fdopen(fd, "wb") as f:
+            f.write(header + b"\n" + payload)
+        os.replace(tmp, _entry_path(root, name, key))
+        _prune(root, name)
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+def _prune(root: Path, name: str) -> None:
+    """Keep the newest KEEP_PER_CLUSTER entries of a cluster name (several checkouts may share a cache)."""
+    entries = [p for p in root.glob(f"{name}-*.json") if len(p.stem) == len(name) + 65]
+    entries.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in entries[KEEP_PER_CLUSTER:]:
+        old.unlink(missing_ok=True)

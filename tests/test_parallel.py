@@ -1,0 +1,92 @@
+"""Rendering in worker processes: same bytes whatever the number of processes; how many are chosen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from slurmgen import parallel
+from slurmgen.pipeline import run
+from tests.conftest import EXAMPLES
+
+
+def test_one_and_several_processes_render_the_same_bytes():
+    # GIVEN the example clusters
+    # WHEN rendered in this process alone, then shared between it and two spawned workers
+    alone = run(EXAMPLES, processes=1)
+    shared = run(EXAMPLES, processes=3)
+    # THEN every cluster has the same files with the same bytes, in the same (name) order,
+    # and the objects the checks and the summary read are equal too
+    assert len(EXAMPLES) >= 3, "needs clusters enough for three processes"
+    assert [c.spec.name for c in shared.clusters] == [c.spec.name for c in alone.clusters]
+    assert shared.rendered_texts == alone.rendered_texts
+    assert [dict(c.files) for c in shared.clusters] == [dict(c.files) for c in alone.clusters]
+    assert [dict(c.plans) for c in shared.clusters] == [dict(c.plans) for c in alone.clusters]
+    assert any(step.startswith("worker ") for step in shared.timings), "the workers really rendered"
+
+
+def test_clusters_are_dealt_into_shares_of_similar_cost():
+    # GIVEN four clusters of different sizes
+    @dataclass
+    class Spec:
+        name: str
+        nodesets: tuple = ()
+
+    specs = [Spec("a", (1, 2)), Spec("b"), Spec("c", (1,)), Spec("d", (1, 2, 3))]
+    # WHEN dealt into two shares
+    shares = parallel.split(specs, 2)  # type: ignore[arg-type]
+    # THEN each cluster is in exactly one share, each share in name order, loads within one cluster
+    names = sorted(s.name for share in shares for s in share)
+    assert names == ["a", "b", "c", "d"]
+    assert all([s.name for s in share] == sorted(s.name for s in share) for share in shares)
+    loads = [sum(parallel.weight(s) for s in share) for share in shares]  # type: ignore[arg-type]
+    assert max(loads) - min(loads) <= max(parallel.weight(s) for s in specs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("clusters", "cpus", "budget", "expected"), [
+    (40, 2, parallel.MEMORY_BUDGET_MB, 1),  # the default budget holds one jsii runtime only
+    (1, 2, 2000, 1),      # one cluster: a worker's start would cost more than it saves
+    (7, 8, 2000, 1),      # too few clusters per process
+    (8, 2, 2000, 2),      # two CPUs: two processes
+    (40, 2, 2000, 2),
+    (40, 1, 2000, 1),     # one CPU: never more than one
+    (40, 16, 700, 3),     # memory: 300 MB for the first process, 200 MB for each more
+])
+def test_process_count_follows_cpus_fleet_size_and_memory(monkeypatch, clusters, cpus, budget, expected):
+    # GIVEN no override / WHEN choosing / THEN the count is bounded by CPUs, work and memory
+    monkeypatch.delenv("SLURMGEN_WORKERS", raising=False)
+    assert parallel.choose_processes(clusters, cpus, budget) == expected
+
+
+def test_the_memory_budget_comes_from_the_environment(monkeypatch):
+    # GIVEN SLURMGEN_MEMORY_MB / WHEN choosing for a large fleet on many CPUs / THEN it bounds the count
+    monkeypatch.delenv("SLURMGEN_WORKERS", raising=False)
+    monkeypatch.setenv("SLURMGEN_MEMORY_MB", "500")
+    assert parallel.choose_processes(40, 8) == 2
+    monkeypatch.delenv("SLURMGEN_MEMORY_MB")
+    assert parallel.choose_processes(40, 8) == 1
+
+
+def test_the_environment_can_force_a_process_count(monkeypatch):
+    # GIVEN SLURMGEN_WORKERS / WHEN choosing / THEN it wins, but never exceeds the clusters
+    monkeypatch.setenv("SLURMGEN_WORKERS", "3")
+    assert parallel.choose_processes(40, 1) == 3
+    assert parallel.choose_processes(2, 1) == 2
+
+
+def test_a_failure_in_a_worker_is_one_plain_line_like_in_one_process(tmp_path):
+    # GIVEN CRD schemas that cannot be read (an empty --crd-dir)
+    from slurmgen.pipeline import InputError
+
+    empty = tmp_path / "crds"
+    empty.mkdir()
+    # WHEN the examples render in one process, then in three
+    lines = []
+    for processes in (1, 3):
+        with pytest.raises(InputError) as err:
+            run(EXAMPLES, crd_dir=empty, processes=processes)
+        lines.append(err.value.lines)
+    # THEN both report the same plain line(s), naming the problem
+    assert lines[0] == lines[1]
+    assert lines[0] and all(line.startswith("cannot validate the rendered objects: ") for line in lines[0])

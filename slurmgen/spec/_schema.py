@@ -114,6 +114,9 @@ def _explain(err: ValidationError) -> Iterator[tuple[str, str]]:
         missing = re.findall(r"'([^']+)' is a required property", err.message)
         yield dotted(path), f"missing required key '{missing[0] if missing else err.message}'"
         return
+    if kind in ("minProperties", "maxProperties") and err.schema.get("writeOnly"):  # a secret's place: one source
+        yield dotted(path), f"name exactly one of {', '.join(sorted(err.schema.get('properties', {})))}"
+        return
     if kind == "type" and err.schema.get("writeOnly"):  # a secret's place: never echo what was written there
         yield dotted(path), f"expected {_type_name(err.validator_value)} naming where the secret is; the value itself never goes in the spec (not shown)"
         return

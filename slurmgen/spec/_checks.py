@@ -664,6 +664,21 @@ def directory_user_names(spec: dict[str, Any]) -> Iterator[Finding]:
                    f"{user['name']!r} is a local account sssd never looks up in the directory; use the researcher's directory name")
 
 
+def directory_admin_groups(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Admin groups act through the accounts Job on the users of policy.users: without them nothing would."""
+    directory = spec.get("directory")
+    if directory is None:
+        return
+    groups = directory["adminGroups"]
+    if not (groups["administrators"] or groups["operators"]):
+        return
+    if not (spec.get("policy") or {}).get("users"):
+        yield ("directory.adminGroups", "admin levels are set by the accounts Job for the users of policy.users; "
+               "declare policy.users (with accounting), or set AdminLevel by hand (README: Slurm admins)")
+    for group in sorted(set(groups["administrators"]) & set(groups["operators"])):
+        yield "directory.adminGroups.operators", f"{group!r} is also an administrators group; name it once"
+
+
 RULES: tuple[Rule, ...] = (
     unique_names,
     partition_references,
@@ -688,6 +703,7 @@ RULES: tuple[Rule, ...] = (
     directory_settings,
     directory_placement,
     directory_user_names,
+    directory_admin_groups,
 )
 
 
@@ -720,6 +736,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     directory_settings: ("directory",),
     directory_placement: ("directory", "storage", "secrets", "login", "aws"),
     directory_user_names: ("directory", "policy"),
+    directory_admin_groups: ("directory", "policy"),
 }
 
 EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule can trust any section

@@ -60,6 +60,8 @@ _INLINE_HINTS = {
     r"^(([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$":
         "must be a Kubernetes taint key such as example.com/gpu (or empty)",
     r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$": "must be a Kubernetes label value: letters, digits, '-', '_', '.' (at most 63)",
+    # directory.adminGroups: `id -nG` separates group names with spaces (charts/policy.py)
+    r"^[a-zA-Z0-9_.-]+$": "must be a directory group name without spaces: letters, digits, '_', '.', '-'",
     r"^[A-Za-z0-9_][A-Za-z0-9._/+-]*$": "must be a branch, tag or commit: letters, digits, '.', '_', '/', '+', '-', not starting with '-' or '.'",
 }
 

@@ -312,6 +312,7 @@ def _directory(d: dict[str, Any]) -> Directory | None:
         access_filter=raw["access"].get("filter"), allowed_groups=tuple(raw["access"]["allowedGroups"]),
         homes_path=homes, create_homes=raw["homes"]["createOnLogin"], public_key_attribute=raw["ssh"]["publicKeyAttribute"], root_login=raw["ssh"]["rootLogin"],
         extra_sssd_conf=tuple((k, v) for k, v in raw["extraSssdConf"].items()),
+        admin_groups=tuple(raw["adminGroups"]["administrators"]), operator_groups=tuple(raw["adminGroups"]["operators"]),
     )
 
 

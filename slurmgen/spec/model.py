@@ -309,6 +309,8 @@ class Directory:
     public_key_attribute: str
     root_login: bool
     extra_sssd_conf: Pairs
+    admin_groups: tuple[str, ...] = ()  # members: AdminLevel=Administrator (resolved by the accounts Job)
+    operator_groups: tuple[str, ...] = ()  # members: AdminLevel=Operator
 
 
 @dataclass(frozen=True)

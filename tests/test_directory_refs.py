@@ -135,3 +135,14 @@ def test_precreated_mode_refuses_a_bind_password_reference():
     with pytest.raises(SpecError) as err:
         parse_text("pre.yaml", PRE.replace("  tls:", SM_REF + "  tls:", 1))
     assert "directory.bindPassword: unused with secrets.mode: precreated" in str(err.value)
+
+
+def test_explain_without_a_directory_is_the_rendered_local_file():
+    # GIVEN no directory and generated secrets WHEN sssd.conf is explained
+    from slurmgen.charts.secrets import DEFAULT_SSSD_CONF, effective_sssd_conf
+    from tests.conftest import MINIMAL_SPEC
+
+    text, why = effective_sssd_conf(parse_text("t.yaml", MINIMAL_SPEC))
+    # THEN it is the file the ExternalSecret renders (local files only), not a directory's
+    assert (text, why) == (DEFAULT_SSSD_CONF, "")
+    assert "id_provider = proxy" in text

@@ -24,7 +24,8 @@ Slinky's LoginSet does (slurm-operator v1.2.1 internal/builder/common/common.go 
 Admin groups (`directory.adminGroups`): Slurm keeps AdminLevel per user in slurmdbd, so membership is
 resolved when the Job runs (each sync), for the users of policy.users only. The Job then also mounts
 the pods' sssd.conf (0600, root: sssd refuses anything else) and the directory CA, starts the
-image's sssd (the login image's own, under supervisord in login pods: charts/directory.py), and
+image's sssd as a daemon (in login pods supervisord runs `sssd -i`: SlinkyProject/containers
+schedmd/slurm/26.05/ubuntu24.04/files/etc/supervisor/conf.d/sssd.conf), and
 reads each user's groups with `id -nG`. A user whose groups cannot be read (directory unreachable,
 unknown user: a fresh sssd has no cache) keeps its level and fails the Job, so an outage never
 lowers anyone; otherwise the level is the highest of the spec's and the groups', and a user who left
@@ -164,7 +165,7 @@ def _admin_block(spec: ClusterSpec) -> str:
     operators = " ".join(g.lower() for g in d.operator_groups)
     tries, pause = SSSD_WAIT
     return f"""# admin levels from directory groups (directory.adminGroups), for policy.users only
-/usr/sbin/sssd -D
+sssd -D
 i=0
 until [ -S {SSSD_NSS_PIPE} ]; do
   i=$((i + 1)); [ "$i" -le {tries} ] || {{ echo "sssd: no NSS socket after {tries * pause} s" >&2; exit 1; }}

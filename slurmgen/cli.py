@@ -43,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     base.add_argument("--base-dir", type=Path, metavar="DIR", help="with --summary: compare with this folder")
     p.add_argument("--explain", metavar="FILE",
                    help="print the effective slurm.conf, cgroup.conf, gres.conf or slurmdbd.conf the operator "
-                        "will write, or 'identity' (IAM roles, policies and Pod Identity associations, JSON); "
+                        "will write, 'sssd.conf' (the login and slurmd pods', bind password as a placeholder), "
+                        "or 'identity' (IAM roles, policies and Pod Identity associations, JSON); "
                         "write nothing")
     p.add_argument("--preview", action="store_true",
                    help="render every Helm Application offline at its pinned chart version (charts from "
@@ -60,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 IDENTITY = "identity"  # --explain identity: not a Slurm file
+SSSD_CONF = "sssd.conf"  # --explain sssd.conf: the login/slurmd pods' file, not the operator's
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cluster and not (args.explain or args.preview):
         print("--cluster: only with --explain FILE or --preview", file=sys.stderr)
         return 2
-    if args.explain and args.explain != IDENTITY:
+    if args.explain and args.explain not in (IDENTITY, SSSD_CONF):
         from .slurmconf.explain import ExplainError, check_file
         try:
             check_file(args.explain)
@@ -96,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.explain == IDENTITY:
         return _explain_identity(result, args.cluster)
+    if args.explain == SSSD_CONF:
+        return _explain_sssd(result, args.cluster)
     if args.explain:
         return _explain(result, args.explain, args.cluster)
     if args.preview:
@@ -227,6 +231,30 @@ def _explain_identity(result: object, cluster: str | None) -> int:
         print(f"--cluster: no cluster {cluster!r} (rendered: {', '.join(sorted(s.name for s in specs))})",
               file=sys.stderr)
         return 2
+    return 0
+
+
+def _explain_sssd(result: object, cluster: str | None) -> int:
+    """Print sssd.conf (`--explain sssd.conf`): with secrets mode precreated, the text for the site's Secret."""
+    from .charts.secrets import effective_sssd_conf
+
+    specs = {c.spec.name: c.spec for c in result.clusters}  # type: ignore[attr-defined]
+    if cluster is not None and cluster not in specs:
+        print(f"--cluster: no cluster {cluster!r} (rendered: {', '.join(sorted(specs))})", file=sys.stderr)
+        return 2
+    names = [cluster] if cluster is not None else sorted(specs)
+    if len(names) == 1:
+        text, why = effective_sssd_conf(specs[names[0]])
+        if text is None:
+            print(f"{names[0]}: sssd.conf: {why}", file=sys.stderr)
+            return 2
+        sys.stdout.write(text)
+        return 0
+    parts = []
+    for name in names:
+        text, why = effective_sssd_conf(specs[name])
+        parts.append(f"# ==> {name}: sssd.conf <==\n{text if text is not None else f'# {why}' + chr(10)}")
+    sys.stdout.write("\n".join(parts))
     return 0
 
 

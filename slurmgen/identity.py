@@ -64,8 +64,13 @@ def fsx_policy(spec: ClusterSpec) -> dict[str, Any]:
 
 
 def reads_secrets_manager(spec: ClusterSpec) -> bool:
-    """External Secrets reads Secrets Manager: the generated secrets' values, or the directory's bind password."""
-    return spec.secrets.generated and (spec.secrets.aws_prefix is not None or spec.directory is not None)
+    """External Secrets reads Secrets Manager: the generated secrets' values, or the directory's bind password
+    when it is kept there (a pre-created Secret is read inside the cluster, no AWS call)."""
+    return spec.secrets.generated and (spec.secrets.aws_prefix is not None or _bind_password_in_aws(spec))
+
+
+def _bind_password_in_aws(spec: ClusterSpec) -> bool:
+    return spec.directory is not None and spec.directory.bind_password_name is not None
 
 
 def secret_names(spec: ClusterSpec) -> list[str]:
@@ -73,7 +78,7 @@ def secret_names(spec: ClusterSpec) -> list[str]:
     generated ones, and the directory's bind password (a name, or a full ARN kept as it is)."""
     from .charts.secrets import generated_secrets  # charts import this module: import late
     names = {f"{spec.secrets.aws_prefix}/{ref.name}" for ref, _ in generated_secrets(spec)} if spec.secrets.aws_prefix else set()
-    if spec.directory is not None:
+    if spec.secrets.generated and spec.directory is not None and spec.directory.bind_password_name is not None:
         names.add(spec.directory.bind_password_name)
     return sorted(names)
 

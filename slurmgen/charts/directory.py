@@ -22,7 +22,12 @@ What the consumers do with it (read at the pinned tags):
   const.go), so auth/slurm trusts the client's identity (slurm.conf(5), AuthInfo).
 
 The bind password is never in git: the ExternalSecret template holds `{{ .bindPassword }}` and External
-Secrets fills it in the cluster from AWS Secrets Manager.
+Secrets fills it in the cluster, from AWS Secrets Manager or from a Secret the site created in the Slurm
+namespace (ESO's kubernetes provider, external-secrets v2.9.0 providers/v1/kubernetes: `GetSecret` is
+one GET of the named Secret, so a Role limited to that name by `resourceNames` suffices; the store's
+`Validate` asks SelfSubjectRulesReview/SelfSubjectAccessReview, which every authenticated identity may
+create). With secrets mode precreated there is no External Secrets: the whole sssd.conf is a Secret the
+site creates (`main.py --explain sssd.conf` prints the text to put in it).
 """
 
 from __future__ import annotations
@@ -33,6 +38,11 @@ from ..spec import ClusterSpec
 from ..spec.model import Directory
 
 BIND_PASSWORD_KEY = "bindPassword"  # the ExternalSecret's data key the template reads
+# A pre-created bind password Secret is read through its own store and identity (charts/secrets.py).
+BIND_STORE = "directory-bind-password"
+BIND_READER = "directory-bind-password-reader"
+# In `--explain sssd.conf` (secrets mode precreated) the value the site puts there itself.
+PASSWORD_PLACEHOLDER = "<bind password>"
 CA_VOLUME = "directory-ca"
 CA_DIR = "/etc/slurmgen/directory-ca"
 CA_FILE = "ca.pem"
@@ -64,7 +74,7 @@ _PASSWORD_GUARD = (
 )
 
 
-def _domain_lines(d: Directory) -> list[tuple[str, str]]:
+def _domain_lines(d: Directory, password: str) -> list[tuple[str, str]]:
     """[domain/default] settings, in a fixed order (same spec, same bytes)."""
     ad = d.kind == "ad"
     lines: list[tuple[str, str]] = [
@@ -82,7 +92,7 @@ def _domain_lines(d: Directory) -> list[tuple[str, str]]:
     lines += [
         ("ldap_default_bind_dn", d.bind_dn),
         ("ldap_default_authtok_type", "password"),
-        ("ldap_default_authtok", f"{{{{ .{BIND_PASSWORD_KEY} }}}}"),
+        ("ldap_default_authtok", password),
         ("ldap_id_use_start_tls", "true" if d.tls_mode == "starttls" else "false"),
     ]
     if d.tls_mode != "none":
@@ -116,15 +126,24 @@ def _domain_lines(d: Directory) -> list[tuple[str, str]]:
 
 def sssd_conf_template(d: Directory) -> str:
     """sssd.conf as an External Secrets v2 template: everything but the bind password, which ESO fills."""
+    return _PASSWORD_GUARD + _sssd_conf(d, f"{{{{ .{BIND_PASSWORD_KEY} }}}}")
+
+
+def sssd_conf_text(d: Directory) -> str:
+    """sssd.conf as the site writes it into its pre-created Secret (secrets mode precreated): the same
+    file, with a placeholder where the bind password goes."""
+    return _sssd_conf(d, PASSWORD_PLACEHOLDER)
+
+
+def _sssd_conf(d: Directory, password: str) -> str:
     sections = [
         ("sssd", [("config_file_version", "2"), ("services", "nss, pam, ssh"), ("domains", DOMAIN)]),
         ("nss", [("filter_users", "root, slurm, nobody"), ("filter_groups", "root, slurm, nogroup")]),
         ("pam", []),
         ("ssh", []),
-        (f"domain/{DOMAIN}", _domain_lines(d)),
+        (f"domain/{DOMAIN}", _domain_lines(d, password)),
     ]
-    body = "\n".join(f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in lines) for name, lines in sections)
-    return _PASSWORD_GUARD + body
+    return "\n".join(f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in lines) for name, lines in sections)
 
 
 def sshd_config(d: Directory) -> str:
@@ -156,11 +175,14 @@ def ca_volumes(spec: ClusterSpec) -> tuple[list[dict[str, Any]], list[dict[str, 
 
 
 def remote_ref(d: Directory) -> dict[str, str]:
-    """The bind password's Secrets Manager reference, as the ExternalSecret reads it."""
-    ref = {"key": d.bind_password_name, "conversionStrategy": "Default", "decodingStrategy": "None",
+    """The bind password's reference as the ExternalSecret reads it: a Secrets Manager secret (and
+    property), or the pre-created Secret's name and key (kubernetes provider: key = Secret name)."""
+    name, prop = ((d.bind_password_secret.name, d.bind_password_secret.key) if d.bind_password_secret
+                  else (d.bind_password_name, d.bind_password_property))
+    ref = {"key": name or "", "conversionStrategy": "Default", "decodingStrategy": "None",
            "metadataPolicy": "None", "nullBytePolicy": "Ignore"}
-    if d.bind_password_property:
-        ref["property"] = d.bind_password_property
+    if prop:
+        ref["property"] = prop
     return ref
 
 

@@ -20,6 +20,16 @@ The clients authenticate through sackd's socket (auth/slurm, SchedMD/slurm slurm
 src/common/sack_api.c: /run/slurm/sack.socket) and read the slurm.conf sackd caches in
 /run/slurm/conf (src/common/read_config.c), so the script starts sackd itself, configless, as
 Slinky's LoginSet does (slurm-operator v1.2.1 internal/builder/common/common.go ConfiglessArgs).
+
+Admin groups (`directory.adminGroups`): Slurm keeps AdminLevel per user in slurmdbd, so membership is
+resolved when the Job runs (each sync), for the users of policy.users only. The Job then also mounts
+the pods' sssd.conf (0600, root: sssd refuses anything else) and the directory CA, starts the
+image's sssd as a daemon (in login pods supervisord runs `sssd -i`: SlinkyProject/containers
+schedmd/slurm/26.05/ubuntu24.04/files/etc/supervisor/conf.d/sssd.conf), and
+reads each user's groups with `id -nG`. A user whose groups cannot be read (directory unreachable,
+unknown user: a fresh sssd has no cache) keeps its level and fails the Job, so an outage never
+lowers anyone; otherwise the level is the highest of the spec's and the groups', and a user who left
+every group goes back to the spec's (else None).
 """
 
 from __future__ import annotations
@@ -33,6 +43,8 @@ from .. import naming
 from ..spec import ClusterSpec
 from ..spec.model import Pairs, Policy, PolicyAccount, Qos
 from ._objects import emit, wave
+from .directory import ca_volumes
+from .secrets import sssd_secret
 
 CONFIG_MAP = "slurm-accounts"
 JOB = "slurm-accounts-load"
@@ -40,6 +52,8 @@ MOUNT = "/etc/slurm-accounts"
 SACKD_DIR = "/run/slurm"  # sackd's default runtime directory (src/sackd/sackd.c DEFAULT_RUN_DIR)
 SACKD_WAIT = (60, 2)  # tries, seconds: sackd's socket and cached slurm.conf
 PING_WAIT = (30, 5)  # tries, seconds: slurmdbd answering `sacctmgr ping`
+SSSD_WAIT = (30, 2)  # tries, seconds: sssd's NSS socket
+SSSD_NSS_PIPE = "/var/lib/sss/pipes/nss"  # sssd's NSS responder socket (sssd's default pipe path)
 
 
 def _tres(pairs: Pairs) -> str:
@@ -128,9 +142,53 @@ def declared(spec: ClusterSpec) -> dict[str, str]:
     if policy is None:
         raise ValueError(f"{spec.name} declares no policy")
     assocs = sorted({f"{u.name}|{a}" for u in policy.users for a in (u.default_account, *u.accounts)})
-    return {"declared-qos": "".join(f"{q.name}\n" for q in policy.qos),
-            "declared-accounts": "".join(f"{a.name}\n" for a in policy.accounts),
-            "declared-associations": "".join(f"{line}\n" for line in assocs)}
+    out = {"declared-qos": "".join(f"{q.name}\n" for q in policy.qos),
+           "declared-accounts": "".join(f"{a.name}\n" for a in policy.accounts),
+           "declared-associations": "".join(f"{line}\n" for line in assocs)}
+    if admin_groups(spec):
+        out["admin-levels"] = "".join(f"{u.name}|{u.admin_level or 'None'}\n" for u in policy.users)
+    return out
+
+
+def admin_groups(spec: ClusterSpec) -> bool:
+    """The Job resolves directory admin groups (and so needs sssd)."""
+    d = spec.directory
+    return d is not None and bool(d.admin_groups or d.operator_groups)
+
+
+def _admin_block(spec: ClusterSpec) -> str:
+    """Shell: AdminLevel from directory groups, for the users we manage (see module doc)."""
+    d = spec.directory
+    if d is None or not admin_groups(spec):
+        return ""
+    admins = " ".join(g.lower() for g in d.admin_groups)
+    operators = " ".join(g.lower() for g in d.operator_groups)
+    tries, pause = SSSD_WAIT
+    return f"""# admin levels from directory groups (directory.adminGroups), for policy.users only
+sssd -D
+i=0
+until [ -S {SSSD_NSS_PIPE} ]; do
+  i=$((i + 1)); [ "$i" -le {tries} ] || {{ echo "sssd: no NSS socket after {tries * pause} s" >&2; exit 1; }}
+  sleep {pause}
+done
+admins=' {admins} '
+operators=' {operators} '
+while IFS='|' read -r user level; do
+  groups=$(id -nG "$user" 2>/dev/null) || {{
+    echo "cannot read the directory groups of $user; its AdminLevel is left as it is" >&2; failed=1; continue; }}
+  groups=$(printf '%s\n' "$groups" | tr 'A-Z' 'a-z')  # AD names: sssd case_sensitive = false
+  want=$level
+  for g in $groups; do
+    case "$operators" in *" $g "*) [ "$want" = None ] && want=Operator ;; esac
+    case "$admins" in *" $g "*) want=Administrator ;; esac
+  done
+  have=$(sacctmgr -nP show user name="$user" format=adminlevel)
+  if [ "$have" != "$want" ]; then
+    echo "AdminLevel of $user: $have -> $want"
+    sacctmgr -i modify user where name="$user" set adminlevel="$want" || failed=1
+  fi
+done < $cfg/admin-levels
+"""
 
 
 def controller_address(spec: ClusterSpec) -> str:
@@ -207,7 +265,7 @@ while read -r qos; do
   echo "removing qos $qos"
   sacctmgr -i delete qos name="$qos" || failed=1
 done < $t/gone-qos
-[ ! -f $t/failed ] || failed=1
+{_admin_block(spec)}[ ! -f $t/failed ] || failed=1
 if [ "$failed" = 1 ]; then echo "some removals failed (jobs still running?); the next sync retries" >&2; exit 1; fi
 """
 
@@ -248,6 +306,13 @@ def emit_policy(scope: Construct, spec: ClusterSpec, placement: dict[str, Any]) 
                                              "items": [{"key": key.key, "path": key.key}]}},
         ],
     }
+    if admin_groups(spec):
+        sssd = sssd_secret(spec)
+        volumes, mounts = ca_volumes(spec)
+        pod["volumes"] += [{"name": "sssd-conf", "secret": {"secretName": sssd.name, "defaultMode": 0o600,
+                                                            "items": [{"key": sssd.key, "path": "sssd.conf"}]}}, *volumes]
+        pod["containers"][0]["volumeMounts"] += [
+            {"name": "sssd-conf", "mountPath": "/etc/sssd/sssd.conf", "subPath": "sssd.conf", "readOnly": True}, *mounts]
     emit(scope, api_version="batch/v1", kind="Job", name=JOB, namespace=spec.namespace,
          annotations={"argocd.argoproj.io/hook": "PostSync",
                       "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation"},

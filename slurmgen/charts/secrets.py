@@ -40,7 +40,7 @@ from .. import identity
 from ..apps import waves
 from ..spec import ClusterSpec
 from ..spec.model import Directory, SecretKeyRef
-from .directory import BIND_PASSWORD_KEY, remote_ref, sssd_conf_template
+from .directory import BIND_PASSWORD_KEY, BIND_READER, BIND_STORE, remote_ref, sssd_conf_template, sssd_conf_text
 from ._objects import emit, wave
 from .unit import SyncSettings, UnitChart
 
@@ -110,13 +110,28 @@ def sssd_secret(spec: ClusterSpec) -> SecretKeyRef:
     return SecretKeyRef(name=SSSD_SECRET, key="sssd.conf") if spec.secrets.generated else spec.login.sssd_conf_secret
 
 
+def effective_sssd_conf(spec: ClusterSpec) -> tuple[str | None, str]:
+    """sssd.conf as the pods will read it (the bind password as a placeholder), or None and why not.
+
+    With a directory and secrets mode precreated this is the text the site puts into its
+    login.sssdConfSecret, bind password filled in (README: Researchers as themselves)."""
+    if spec.directory is not None:
+        return sssd_conf_text(spec.directory), ""
+    if not spec.secrets.generated:
+        return None, (f"not rendered: with secrets.mode precreated and no directory, the Secret "
+                      f"{spec.login.sssd_conf_secret.name} is entirely yours")
+    if not spec.login.enabled:
+        return None, "not rendered: login.enabled is false"
+    return spec.login.sssd_conf or DEFAULT_SSSD_CONF, ""
+
+
 class SecretsChart(UnitChart):
     unit = "secrets"
 
     def __init__(self, scope: Construct, spec: ClusterSpec) -> None:
         super().__init__(scope, spec, SyncSettings(wave=waves.SECRETS, namespace=spec.namespace, create_namespace=True))
         from_aws = spec.secrets.aws_prefix is not None
-        if from_aws or spec.directory is not None:  # the directory's bind password is in Secrets Manager
+        if identity.reads_secrets_manager(spec):  # generated values, or the directory's bind password
             self._store()
         for ref, size in generated_secrets(spec):
             if from_aws:
@@ -124,6 +139,8 @@ class SecretsChart(UnitChart):
             else:
                 self._generated(ref, *size)
         if spec.directory is not None:
+            if spec.directory.bind_password_secret is not None:
+                self._bind_password_store(spec.directory.bind_password_secret)
             self._directory_sssd_conf(spec.directory)
         elif spec.login.enabled:
             self._sssd_conf()
@@ -152,6 +169,32 @@ class SecretsChart(UnitChart):
             aws["auth"] = {"jwt": {"serviceAccountRef": {"name": identity.SECRETS_READER_SA}}}
         emit(self, api_version=ESO, kind="SecretStore", name=STORE, namespace=self.spec.namespace,
              annotations=self._annotations(0), body={"spec": {"provider": {"aws": aws}}})
+
+    def _bind_password_store(self, ref: SecretKeyRef) -> None:
+        """A store that reads the one pre-created bind password Secret of this namespace, and nothing else.
+
+        ESO's kubernetes provider (v2.9.0 providers/v1/kubernetes, runtime/esutils/k8s_rest_config.go)
+        needs a server URL, a CA (none given = the system roots, which do not sign the API server's
+        certificate: `kube-root-ca.crt` is in every namespace) and an identity: a token ESO requests for
+        our service account (the chart's default `rbac.serviceAccountTokenCreate: true`), bound to a
+        Role allowed to `get` only that Secret (GetSecret is one GET; validation asks SelfSubject*Reviews,
+        which every authenticated identity may create).
+        """
+        ns = self.spec.namespace
+        rbac = "rbac.authorization.k8s.io/v1"
+        emit(self, api_version="v1", kind="ServiceAccount", name=BIND_READER, namespace=ns,
+             annotations=wave(0), body={"automountServiceAccountToken": False})  # only ESO requests tokens for it
+        emit(self, api_version=rbac, kind="Role", name=BIND_READER, namespace=ns, annotations=wave(0),
+             body={"rules": [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": [ref.name], "verbs": ["get"]}]})
+        emit(self, api_version=rbac, kind="RoleBinding", name=BIND_READER, namespace=ns, annotations=wave(0),
+             body={"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": BIND_READER},
+                   "subjects": [{"kind": "ServiceAccount", "name": BIND_READER, "namespace": ns}]})
+        emit(self, api_version=ESO, kind="SecretStore", name=BIND_STORE, namespace=ns,
+             annotations=self._annotations(0), body={"spec": {"provider": {"kubernetes": {
+                 "remoteNamespace": ns,
+                 "server": {"url": "https://kubernetes.default.svc",
+                            "caProvider": {"type": "ConfigMap", "name": "kube-root-ca.crt", "key": "ca.crt"}},
+                 "auth": {"serviceAccount": {"name": BIND_READER}}}}}})
 
     def _password(self, name: str, key: str, length: int, digits: int) -> None:
         emit(self, api_version=GENERATORS, kind="Password", name=name, namespace=self.spec.namespace,
@@ -207,14 +250,15 @@ class SecretsChart(UnitChart):
     def _directory_sssd_conf(self, d: Directory) -> None:
         """sssd.conf for the site's directory: the template is in git, the bind password only in the cluster.
 
-        External Secrets reads the password from Secrets Manager and renders the template into the
+        External Secrets reads the password (Secrets Manager, or the site's Secret) and renders the template into the
         Secret the LoginSet and the NodeSets name (charts/directory.py). `Owner`: the Secret goes with
         its ExternalSecret; the hourly refresh follows a rotated password, which rolls the pods.
         """
         emit(self, api_version=ESO, kind="ExternalSecret", name=SSSD_SECRET, namespace=self.spec.namespace,
              annotations=self._annotations(1), body={"spec": {
                  "refreshInterval": "1h",
-                 "secretStoreRef": {"kind": "SecretStore", "name": STORE},
+                 "secretStoreRef": {"kind": "SecretStore",
+                                    "name": BIND_STORE if d.bind_password_secret is not None else STORE},
                  "target": {"name": SSSD_SECRET, "creationPolicy": "Owner", "template": {
                      "engineVersion": "v2", "mergePolicy": "Replace", "type": "Opaque",
                      "data": {"sssd.conf": sssd_conf_template(d)}}},

@@ -452,14 +452,16 @@ def _role_use(spec: dict[str, Any]) -> dict[str, tuple[bool, str | None]]:
     fsx = spec["storage"]["fsx"]
     secrets = spec["secrets"]
     fsx_dynamic_helm = fsx["enabled"] and fsx["mode"] == "dynamic" and fsx["csiDriver"] == "helm"
-    # External Secrets reads Secrets Manager for the generated secrets' values and for the directory's bind password
-    from_aws = secrets["mode"] == "external-secrets" and ("awsSecretsManager" in secrets or "directory" in spec)
+    # External Secrets reads Secrets Manager for the generated secrets' values and for a directory bind password
+    # kept there (a pre-created Secret is read in the cluster: slurmgen/identity.py reads_secrets_manager)
+    bind_in_aws = "secretsManager" in (spec.get("directory") or {}).get("bindPassword", {})
+    from_aws = secrets["mode"] == "external-secrets" and ("awsSecretsManager" in secrets or bind_in_aws)
     amp = bool(AMP_HOST.match(spec["autoscaling"].get("prometheusAddress", "")))
     autoscaled = any("autoscale" in ns for ns in spec["nodesets"])
     return {
         "fsxCsiController": (fsx_dynamic_helm, None if fsx["enabled"] else "no FSx CSI driver without storage.fsx.enabled"),
         "externalSecrets": (from_aws, None if from_aws else
-                            "External Secrets calls AWS only with secrets.awsSecretsManager or a directory bind password"),
+                            "External Secrets calls AWS only with secrets.awsSecretsManager or directory.bindPassword.secretsManager"),
         "keda": (amp and autoscaled, None if amp and autoscaled else
                  "KEDA calls AWS only to query Amazon Managed Prometheus (autoscaling.prometheusAddress) for autoscaled nodesets"),
     }
@@ -468,7 +470,7 @@ def _role_use(spec: dict[str, Any]) -> dict[str, tuple[bool, str | None]]:
 _WHY_REQUIRED = {
     "fsxCsiController": "with dynamic FSx, the CSI controller creates the file system "
                         "(fsx:CreateFileSystem, fsx:DescribeFileSystems, fsx:TagResource)",
-    "externalSecrets": "External Secrets reads Secrets Manager (secrets.awsSecretsManager, directory.bindPassword: "
+    "externalSecrets": "External Secrets reads Secrets Manager (secrets.awsSecretsManager, directory.bindPassword.secretsManager: "
                        "secretsmanager:GetSecretValue)",
     "keda": "KEDA queries Amazon Managed Prometheus with SigV4 (aps:QueryMetrics)",
 }
@@ -575,6 +577,8 @@ DIRECTORY_OWNED_KEYS = frozenset({
     "simple_allow_groups", "override_homedir", "use_fully_qualified_names", "case_sensitive",
 })
 
+SSSD_SECRET_NAME = "slurm-sssd-conf"  # charts/secrets.py SSSD_SECRET (the spec layer imports no chart)
+
 # Names sssd.conf filters out of the directory (charts/directory.py, [nss] filter_users): a policy user
 # of that name would be the local account, never the directory's.
 FILTERED_USERS = ("root", "slurm", "nobody")
@@ -612,7 +616,8 @@ def directory_settings(spec: dict[str, Any]) -> Iterator[Finding]:
 
 
 def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
-    """Homes on the shared file system, sssd.conf rendered by External Secrets, root login off unless kept."""
+    """Homes on the shared file system, a bind password reference exactly when External Secrets renders
+    sssd.conf (precreated: the site's sssd.conf Secret holds it), root login off unless kept."""
     directory = spec.get("directory")
     if directory is None:
         return
@@ -624,14 +629,22 @@ def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
     elif homes is not None and not homes.startswith(fsx["mountPath"].rstrip("/") + "/"):
         yield ("directory.homes.path", f"{homes} is not under the FSx mount {fsx['mountPath']}; "
                "slurmd pods would not see the homes")
-    if spec["secrets"]["mode"] != "external-secrets":
-        yield ("directory", "sssd.conf with the bind password is rendered by External Secrets; "
-               "set secrets.mode: external-secrets")
+    bind = directory.get("bindPassword")
+    if spec["secrets"]["mode"] == "external-secrets" and bind is None:
+        yield ("directory.bindPassword", "External Secrets renders sssd.conf with the bind password: name where it lives, "
+               "secretsManager: {name, property} or a pre-created Secret of the Slurm namespace, secret: {name, key}")
+    if spec["secrets"]["mode"] == "precreated" and bind is not None:
+        yield ("directory.bindPassword", "unused with secrets.mode: precreated: sssd.conf, bind password included, is the "
+               "Secret login.sssdConfSecret you create (main.py --explain sssd.conf prints it); remove bindPassword")
+    if bind is not None and bind.get("secret", {}).get("name") == SSSD_SECRET_NAME:
+        yield ("directory.bindPassword.secret.name", f"{SSSD_SECRET_NAME} is the Secret External Secrets writes sssd.conf "
+               "into; keep the bind password in a Secret of another name")
     if "sssdConf" in spec["login"]:
         yield "login.sssdConf", "the directory section writes sssd.conf; remove login.sssdConf"
     store_region = spec["secrets"].get("awsSecretsManager", {}).get("region") or spec["aws"]["region"]
-    arn = re.match(r"arn:aws[a-z-]*:secretsmanager:([a-z0-9-]+):", directory["bindPassword"]["secretsManager"]["name"])
-    if arn and arn.group(1) != store_region:
+    in_aws = (bind or {}).get("secretsManager", {}).get("name", "")
+    arn = re.match(r"arn:aws[a-z-]*:secretsmanager:([a-z0-9-]+):", in_aws)
+    if arn and arn.group(1) != store_region and spec["secrets"]["mode"] == "external-secrets":
         yield ("directory.bindPassword.secretsManager.name",
                f"the secret is in {arn.group(1)}, but the SecretStore reads {store_region} "
                "(secrets.awsSecretsManager.region, else aws.region); copy the secret there or set that region")
@@ -649,6 +662,21 @@ def directory_user_names(spec: dict[str, Any]) -> Iterator[Finding]:
         if user["name"] in FILTERED_USERS:
             yield (f"policy.users[{index}].name",
                    f"{user['name']!r} is a local account sssd never looks up in the directory; use the researcher's directory name")
+
+
+def directory_admin_groups(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Admin groups act through the accounts Job on the users of policy.users: without them nothing would."""
+    directory = spec.get("directory")
+    if directory is None:
+        return
+    groups = directory["adminGroups"]
+    if not (groups["administrators"] or groups["operators"]):
+        return
+    if not (spec.get("policy") or {}).get("users"):
+        yield ("directory.adminGroups", "admin levels are set by the accounts Job for the users of policy.users; "
+               "declare policy.users (with accounting), or set AdminLevel by hand (README: Slurm admins)")
+    for group in sorted(set(groups["administrators"]) & set(groups["operators"])):
+        yield "directory.adminGroups.operators", f"{group!r} is also an administrators group; name it once"
 
 
 RULES: tuple[Rule, ...] = (
@@ -675,6 +703,7 @@ RULES: tuple[Rule, ...] = (
     directory_settings,
     directory_placement,
     directory_user_names,
+    directory_admin_groups,
 )
 
 
@@ -707,6 +736,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     directory_settings: ("directory",),
     directory_placement: ("directory", "storage", "secrets", "login", "aws"),
     directory_user_names: ("directory", "policy"),
+    directory_admin_groups: ("directory", "policy"),
 }
 
 EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule can trust any section

@@ -60,6 +60,8 @@ _INLINE_HINTS = {
     r"^(([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$":
         "must be a Kubernetes taint key such as example.com/gpu (or empty)",
     r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$": "must be a Kubernetes label value: letters, digits, '-', '_', '.' (at most 63)",
+    # directory.adminGroups: `id -nG` separates group names with spaces (charts/policy.py)
+    r"^[a-zA-Z0-9_.-]+$": "must be a directory group name without spaces: letters, digits, '_', '.', '-'",
     r"^[A-Za-z0-9_][A-Za-z0-9._/+-]*$": "must be a branch, tag or commit: letters, digits, '.', '_', '/', '+', '-', not starting with '-' or '.'",
 }
 
@@ -113,6 +115,9 @@ def _explain(err: ValidationError) -> Iterator[tuple[str, str]]:
     if kind == "required":
         missing = re.findall(r"'([^']+)' is a required property", err.message)
         yield dotted(path), f"missing required key '{missing[0] if missing else err.message}'"
+        return
+    if kind in ("minProperties", "maxProperties") and err.schema.get("writeOnly"):  # a secret's place: one source
+        yield dotted(path), f"name exactly one of {', '.join(sorted(err.schema.get('properties', {})))}"
         return
     if kind == "type" and err.schema.get("writeOnly"):  # a secret's place: never echo what was written there
         yield dotted(path), f"expected {_type_name(err.validator_value)} naming where the secret is; the value itself never goes in the spec (not shown)"

@@ -299,17 +299,20 @@ def _directory(d: dict[str, Any]) -> Directory | None:
         return None
     ca = raw["tls"].get("ca", {})
     ca_kind = next(iter(ca), None)
-    sm = raw["bindPassword"]["secretsManager"]
+    bind = raw.get("bindPassword", {})
+    sm = bind.get("secretsManager", {})
     homes = raw["homes"].get("path") or d["storage"]["fsx"]["mountPath"].rstrip("/") + "/home"
     return Directory(
         kind=raw["kind"], uris=tuple(raw["uris"]), search_base=raw["searchBase"],
         user_search_base=raw.get("userSearchBase"), group_search_base=raw.get("groupSearchBase"),
-        bind_dn=raw["bindDn"], bind_password_name=sm["name"], bind_password_property=sm.get("property"),
+        bind_dn=raw["bindDn"], bind_password_name=sm.get("name"), bind_password_property=sm.get("property"),
+        bind_password_secret=_ref(bind["secret"]) if "secret" in bind else None,
         tls_mode=raw["tls"]["mode"], tls_verify=raw["tls"]["verify"],
         ca_kind=ca_kind, ca_ref=_ref(ca[ca_kind]) if ca_kind else None,
         access_filter=raw["access"].get("filter"), allowed_groups=tuple(raw["access"]["allowedGroups"]),
         homes_path=homes, create_homes=raw["homes"]["createOnLogin"], public_key_attribute=raw["ssh"]["publicKeyAttribute"], root_login=raw["ssh"]["rootLogin"],
         extra_sssd_conf=tuple((k, v) for k, v in raw["extraSssdConf"].items()),
+        admin_groups=tuple(raw["adminGroups"]["administrators"]), operator_groups=tuple(raw["adminGroups"]["operators"]),
     )
 
 

@@ -284,7 +284,9 @@ class Login:
 class Directory:
     """The site's LDAP or Active Directory (through LDAP) that sssd reads on login and slurmd pods.
 
-    Only a reference to the bind password is kept: the value reaches sssd.conf in the cluster.
+    Only a reference to the bind password is kept (Secrets Manager, or a pre-created Secret; neither
+    with secrets mode precreated, where the whole sssd.conf is pre-created): the value reaches
+    sssd.conf in the cluster.
     """
 
     kind: str  # ldap | ad
@@ -293,8 +295,9 @@ class Directory:
     user_search_base: str | None
     group_search_base: str | None
     bind_dn: str
-    bind_password_name: str  # Secrets Manager secret name or ARN
+    bind_password_name: str | None  # Secrets Manager secret name or ARN
     bind_password_property: str | None
+    bind_password_secret: SecretKeyRef | None  # a Secret the site created in the Slurm namespace
     tls_mode: str  # ldaps | starttls | none
     tls_verify: bool
     ca_kind: str | None  # configMap | secret
@@ -306,6 +309,8 @@ class Directory:
     public_key_attribute: str
     root_login: bool
     extra_sssd_conf: Pairs
+    admin_groups: tuple[str, ...] = ()  # members: AdminLevel=Administrator (resolved by the accounts Job)
+    operator_groups: tuple[str, ...] = ()  # members: AdminLevel=Operator
 
 
 @dataclass(frozen=True)

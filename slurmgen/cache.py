@@ -111,8 +111,10 @@ def extends_chain(path: Path) -> list[Path] | None:
             # The loader's own bounded reader: a FIFO, a device or an oversized file is no key (and the
             # loader then reports it), never a read that blocks or fills memory.
             text = read_text(p)
-            if "extends" not in text:
-                return True  # no key named extends: nothing to follow (and no YAML to parse)
+            if "extends" not in text and "\\" not in text:
+                # no key named extends: nothing to follow (and no YAML to parse). Not with a
+                # backslash: a double-quoted key spelt with escapes ("ext\x65nds") is `extends` too.
+                return True
             data = yaml.load(text, Loader=_LOADER)
         except (OSError, UnreadableFile, yaml.YAMLError, UnicodeDecodeError):
             return False

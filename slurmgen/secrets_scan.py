@@ -33,7 +33,7 @@ _ABOUT_WORDS = frozenset({"type", "file", "path", "command", "cmd", "program", "
                           "length", "policy", "expiration", "ttl", "lifetime", "mode"})
 _NON_SECRET_VALUES = frozenset({"", "none", "true", "false", "yes", "no", "on", "off", "password",
                                 "obfuscated_password", "default", "required", "optional"})
-_REFERENCE = re.compile(r"(\$\{[^}]+\}|\$\([^)]+\)|\{\{.+\}\}|<[^>]+>|/\S*|file:\S+|env:\S+|arn:aws[a-z-]*:[a-z0-9-]+:\S*)\Z")  # an ARN names a resource (a role, a secret), never holds one
+_REFERENCE = re.compile(r"(\$\{[^}]+\}|\$\([^)]+\)|\{\{.+\}\}|<[^>]+>|/\S*|file:\S+|env:\S+|arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(?:\d{12})?:\S+)\Z")  # an ARN (arn:partition:service:region:account:resource) names a resource, never holds one
 
 _PRIVATE_KEY = re.compile(r"-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----")
 _AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])")

@@ -235,6 +235,23 @@ def test_a_change_to_a_cluster_input_changes_its_key(tmp_path):
     assert key() is None
 
 
+@pytest.mark.parametrize("key_text", ['"ext\\x65nds"', '"ext\\u0065nds"'])
+def test_an_extends_key_spelt_with_escapes_is_followed_into_the_key(tmp_path, key_text):
+    # GIVEN a spec whose `extends` key is a double-quoted YAML scalar with an escape (the loader
+    # reads it as `extends`, but the word is nowhere in the text)
+    (tmp_path / "_base.yaml").write_text("aws: {region: us-west-2}\n")
+    spec = tmp_path / "c.yaml"
+    spec.write_text(f"{key_text}: _base.yaml\nname: c\n")
+    assert "extends" not in spec.read_text()
+    # WHEN the chain is followed
+    chain = cache.extends_chain(spec)
+    # THEN the base file is in it, so an edit of it changes the cluster's key (no stale hit)
+    assert chain == [spec, tmp_path / "_base.yaml"]
+    before = cache.cluster_key(spec, "gen", None, {})
+    (tmp_path / "_base.yaml").write_text("aws: {region: us-east-1}\n")
+    assert cache.cluster_key(spec, "gen", None, {}) != before
+
+
 def test_an_unchanged_tree_has_nothing_for_the_guards_or_the_wave_check(rendered):
     # GIVEN each example, as if dist/ already held exactly its render (why synth skips them)
     for name, cluster in rendered.items():

@@ -19,6 +19,8 @@ from slurmgen import secrets_scan as scan
     ("uri ldap://x\nbindpw s3cr3t\n", "sets bindpw to a literal value"),
     ("ghp_" + "a1B2" * 9, "holds an access token"),
     ("glpat-abcdefghij0123456789", "holds an access token"),
+    # not an ARN (arn:partition:service:region:account:resource), so not a reference
+    ("ldap_default_authtok = arn:aws:x:hunter2", "sets ldap_default_authtok to a literal value"),
 ])
 def test_secret_material_is_found(text, finding):
     assert finding in list(scan.scan_text(text))
@@ -31,6 +33,9 @@ def test_secret_material_is_found(text, finding):
     "PasswordAuthentication no\nPermitEmptyPasswords no\nClientAliveInterval 300\n",
     "Match User alice\n  ForceCommand /usr/bin/sshd-wrapper\n",
     "password = ${LDAP_PASSWORD}",                    # a reference
+    "password: arn:aws:secretsmanager:us-east-1:123456789012:secret:ldap-AbCdEf",  # ARNs name a resource
+    "role_arn = arn:aws-us-gov:iam::123456789012:role/reader",
+    "token=arn:aws:s3:::bucket/key",
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnly user@example.com",  # a public key
     "-----BEGIN PUBLIC KEY-----",
     "bypass=1",                                       # 'pass' inside another word

@@ -306,3 +306,45 @@ def test_the_waves_of_a_removal_are_checked_against_the_tree_being_replaced(rend
         "example/slurm/controller-slurm.yaml: spec.extraConf: PartitionName=backfill Nodes=spot: no NodeSet spot in "
         "slurm.conf after wave 4 of this change (no NodeSet of that name is rendered); slurmctld rejects a "
         "partition naming an unknown node"]
+
+
+def test_a_pruned_object_marked_prune_last_goes_after_the_last_wave():
+    # GIVEN a ConfigMap (wave 0) the live cluster holds with PruneLast, and one without
+    def obj(kind, name, wave, options=None):
+        annotations = {"argocd.argoproj.io/sync-wave": str(wave)}
+        if options:
+            annotations["argocd.argoproj.io/sync-options"] = options
+        return {"kind": kind, "metadata": {"name": name, "namespace": "s", "annotations": annotations}, "spec": {}}
+    base = {"slurm/a.yaml": obj("Controller", "c", 2), "slurm/b.yaml": obj("ConfigMap", "last", 0, "PruneLast=true"),
+            "slurm/c.yaml": obj("ConfigMap", "plain", 0)}
+    head = {"slurm/a.yaml": {**obj("Controller", "c", 2), "spec": {"v": 2}}}
+    # WHEN the sync states of removing both are modelled
+    states = sync_states(base, head)
+    # THEN the plain one goes at its wave, the PruneLast one only after every wave (gitops-engine
+    # v3.5.1 sync_context.go: pruneLast tasks get the sync phase's last wave + 1, read from the live object)
+    assert [(w, sorted(s)) for w, s in states] == [
+        (0, ["slurm/a.yaml", "slurm/b.yaml"]), (2, ["slurm/a.yaml", "slurm/b.yaml"]), (3, ["slurm/a.yaml"])]
+
+
+def test_turning_topology_off_keeps_topology_yaml_until_the_controller_drops_it(rendered, tmp_path):
+    # GIVEN training as rendered (topology on), written out as the tree being replaced
+    import dataclasses
+    import yaml
+    from slurmgen.pipeline import Result, run
+    base = tree_of(rendered, "training")
+    for rel, obj in base.items():
+        (tmp_path / "training" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "training" / rel).write_text(yaml.safe_dump(obj))
+    # WHEN topology is turned off (and the block partition with it)
+    text = (REPO / "clusters" / "training.yaml").read_text()
+    start, end = text.index("\ntopology:"), text.index("\nnodesets:")
+    off = text[:start] + "\n" + text[end:]
+    off = off.replace("    topology:                   # the Capacity Block: jobs packed in blocks of 2 nodes, or 4\n"
+                      "      type: block\n      blockSizes: [2, 4]\n", "")
+    spec = tmp_path / "training.yaml"
+    spec.write_text(off)
+    head = run([spec]).clusters[0]
+    assert "slurm/configmap-slurm-topology-conf.yaml" not in head.files
+    # THEN the change syncs: the ConfigMap the old Controller names (configFileRefs) is pruned last,
+    # so the operator can build slurm.conf at every wave
+    assert Result(clusters=(dataclasses.replace(head, files=dict(head.files)),)).sync_problems(tmp_path) == []

@@ -131,6 +131,20 @@ def test_default_topology_nodesets_are_efa_gpu_and_trainium():
     assert [b.name for b in spec.topology.blocks] == ["block-reserved"]
 
 
+def test_a_nodeset_with_a_list_of_labelled_types_is_a_default_topology_nodeset():
+    # GIVEN training.yaml with h200 on a list of two labelled EFA GPU types (p5e, p5en)
+    text = (REPO / "clusters" / "training.yaml").read_text()
+    listed = text.replace("    instanceType: p5e.48xlarge\n",
+                          "    instanceType: [p5e.48xlarge, p5en.48xlarge]\n    allowMixedTypes: true\n", 1)
+    assert listed != text
+    # WHEN loaded
+    spec = parse_text("training.yaml", listed)
+    # THEN h200 stays in the topologies (and the block partition that needs it still loads)
+    assert spec.topology is not None
+    assert spec.topology.nodesets == ("h100", "h200", "l40s", "trn2")
+    assert [b.name for b in spec.topology.blocks] == ["block-reserved"]
+
+
 def test_summary_names_topology_changes(rendered):
     # GIVEN the training tree and the same tree whose Capacity Block partition had one block size
     import copy

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Sequence
 
 DATA = Path(__file__).with_name("ec2_topology_types.json")
 
@@ -20,11 +21,22 @@ def topology_layers() -> dict[str, int]:
     return {t: int(n) for n, types in raw.items() for t in types}
 
 
-def has_topology(instance_type: str) -> bool:
-    return instance_type in topology_layers()
+def _types(instance_type: str | Sequence[str]) -> list[str]:
+    """A nodeset's `instanceType`: one name, or a list of interchangeable types (catalog/mixed.py)."""
+    return [instance_type] if isinstance(instance_type, str) else [str(t) for t in instance_type]
 
 
-def default_topology_nodeset(ns: dict[str, object]) -> bool:
-    """A nodeset placed in the topologies by default: EFA, a GPU (p*, g*) or Trainium type with topology labels."""
-    itype = str(ns["instanceType"])
-    return bool(ns["efa"]) and has_topology(itype) and itype.startswith(("p", "g", "trn"))
+def unlabelled(instance_type: str | Sequence[str]) -> list[str]:
+    """The types of a nodeset's `instanceType` (a name or a list) that EKS does not label."""
+    return [t for t in _types(instance_type) if t not in topology_layers()]
+
+
+def has_topology(instance_type: str | Sequence[str]) -> bool:
+    """Every type the nodeset may launch carries the labels (Karpenter may pick any type of a list)."""
+    return not unlabelled(instance_type)
+
+
+def default_topology_nodeset(ns: dict[str, Any]) -> bool:
+    """A nodeset placed in the topologies by default: EFA, GPU (p*, g*) or Trainium types with topology labels."""
+    types = _types(ns["instanceType"])
+    return bool(ns["efa"]) and has_topology(types) and all(t.startswith(("p", "g", "trn")) for t in types)

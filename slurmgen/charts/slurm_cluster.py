@@ -36,6 +36,7 @@ from .unit import SyncSettings, UnitChart
 
 API = "slinky.slurm.net/v1beta1"
 SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"  # the CRDs come from another Application
+PRUNE_LAST = "PruneLast=true"
 
 # Sync waves inside the Slurm application: config first, then the CRs in dependency order.
 WAVE_CONFIG, WAVE_ACCOUNTING, WAVE_CONTROLLER, WAVE_WORKERS = 0, 1, 2, 3
@@ -138,9 +139,13 @@ class SlurmClusterChart(UnitChart):
         return files
 
     def _config_files(self) -> None:
+        # PruneLast: a file leaving configFileRefs (topology off, the last GPU nodeset gone) is deleted
+        # only after the Controller that names it is updated at its later wave; pruned at its own wave
+        # (gitops-engine swaps prune waves), the operator could not build slurm.conf in between
+        # (BuildControllerConfig fails on a missing ConfigMap). Argo CD reads it from the live object.
         for name, data in self._config_file_data().items():
             emit(self, api_version="v1", kind="ConfigMap", name=name, namespace=self.spec.namespace,
-                 annotations=wave(WAVE_CONFIG), body={"data": data})
+                 annotations=wave(WAVE_CONFIG, **{SYNC_OPTIONS: PRUNE_LAST}), body={"data": data})
         d = self.spec.directory
         if d is not None and d.create_homes and self.spec.login.enabled:
             emit(self, api_version="v1", kind="ConfigMap", name=PAM_CONFIGMAP, namespace=self.spec.namespace,

@@ -30,6 +30,7 @@ CHECKS = ("operator-build", "duplicate-key", "operator-owned-key", "partition-no
 # The merger empties this set; tests/test_slurmconf.py then expects no problem on the examples.
 
 WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 HOOK = "argocd.argoproj.io/hook"
 UNIT = "slurm/"  # the Argo CD Application whose objects make slurm.conf
 
@@ -73,6 +74,11 @@ def _unit(tree: Tree) -> dict[tuple[str, str, str], tuple[str, Obj]]:
             if rel.startswith(UNIT) and HOOK not in o["metadata"].get("annotations", {})}
 
 
+def _prune_last(obj: Obj) -> bool:
+    options = obj["metadata"].get("annotations", {}).get(SYNC_OPTIONS, "")
+    return "PruneLast=true" in (o.strip() for o in str(options).split(","))
+
+
 def prune_waves(waves: Mapping[Any, int]) -> dict[Any, int]:
     """Argo CD prunes in reverse wave order by swapping the prune waves symmetrically
     (argoproj/gitops-engine pkg/sync/sync_context.go, `reorder waves for pruning tasks`)."""
@@ -88,6 +94,10 @@ def sync_states(base: Tree, head: Tree) -> list[tuple[int, dict[str, Obj]]]:
     old, new = _unit(base), _unit(head)
     applied = {i: _wave(o) for i, (_, o) in new.items() if old.get(i, (None, None))[1] != o}
     pruned = prune_waves({i: _wave(o) for i, (_, o) in old.items() if i not in new})
+    # PruneLast on the live object (the base's): pruned after every wave (gitops-engine v3.5.1
+    # pkg/sync/sync_context.go, "for pruneLast tasks, modify the wave to sync phase last wave of tasks + 1").
+    last = max([_wave(o) for _, o in (*old.values(), *new.values())], default=0) + 1
+    pruned.update({i: last for i in pruned if _prune_last(old[i][1])})
     states = []
     for w in sorted(set(applied.values()) | set(pruned.values())):
         state: dict[str, Obj] = {}

@@ -190,11 +190,21 @@ def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
                f"{deployment} file systems have no automatic backups; use a PERSISTENT type or remove it")
     zone = fsx.get("zone")
     region = spec["aws"]["region"]
+
+    def excluded(zones: list[str]) -> bool:
+        # a zone outside aws.region is region_coherence's finding; this one would only echo it
+        return bool(zone and zones and zone not in zones and _in_region(zone, region)
+                    and all(_in_region(z, region) for z in zones))
+
+    # compute.zones once, at that field: a nodeset without zones of its own is pinned to the FSx zone
+    # (charts/compute.py plan_zones), so a per-nodeset line would name a nodesets[].zones never written.
+    shared = list(spec["compute"]["zones"])
+    if excluded(shared) and any("zones" not in ns for ns in spec["nodesets"]):
+        yield ("compute.zones", f"FSx is in {zone}, which these zones ({', '.join(shared)}) exclude; nodesets without "
+                                "zones of their own run in the file system's zone anyway: add it, or leave compute.zones empty")
     for index, ns in enumerate(spec["nodesets"]):
-        zones = ns.get("zones", spec["compute"]["zones"])
-        if not (zone and _in_region(zone, region) and all(_in_region(z, region) for z in zones)):
-            continue  # a zone outside aws.region is region_coherence's finding; this one would only echo it
-        if zones and zone not in zones:
+        zones = ns.get("zones")
+        if zones is not None and excluded(zones):
             yield (f"nodesets[{index}].zones", f"FSx is in {zone}, which this nodeset's zones ({', '.join(zones)}) exclude; "
                    "its pods could not mount it without cross-zone traffic")
 

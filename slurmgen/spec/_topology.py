@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..catalog.topology_types import DATA, default_topology_nodeset, has_topology
+from ..catalog.topology_types import DATA, default_topology_nodeset, has_topology, unlabelled
 
 Finding = tuple[str, str]
 MAX_BLOCK_LEVELS = 16  # src/plugins/topology/block/block_record.h; block_record.c _list_to_bitmap
@@ -80,7 +80,8 @@ def topology_rules(spec: dict[str, Any]) -> Iterator[Finding]:
                    f"no nodeset named {nsname!r}; defined nodesets: {', '.join(by_name)}")
         elif not has_topology(ns["instanceType"]):
             yield (f"topology.nodesets[{index}]",
-                   f"nodeset {nsname!r} runs {ns['instanceType']}, which EKS does not label with the EC2 network "
+                   f"nodeset {nsname!r} runs {', '.join(unlabelled(ns['instanceType']))}, which EKS does not label "
+                   "with the EC2 network "
                    f"topology (AWS list in slurmgen/catalog/{DATA.name}); remove it from topology.nodesets")
     if not topo["nodesets"]:
         yield ("topology.enabled", "no nodeset is placed in a topology: none is an EFA GPU or Trainium type with "

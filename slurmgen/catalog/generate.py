@@ -4,7 +4,7 @@ Why generated: a hand-written list of 45 types refused every other EC2 type. Kar
 per type, the labels it puts on nodes and the allocatable it assumes before launch (AL2023, default
 kubelet), i.e. exactly the figures our sizing must agree with. Re-run it when Karpenter is bumped::
 
-    python -m slurmgen.catalog.generate ../shared/reference/karpenter-instance-types-v1.14.1.md
+    python -m slurmgen.catalog.generate karpenter-instance-types-v1.14.1.md
 
 The page is aws/karpenter-provider-aws ``website/content/en/docs/reference/instance-types.md``
 (generated there by ``hack/docs/instancetypes_gen``). Only the csv is committed: the 1.3 MB page

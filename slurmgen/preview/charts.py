@@ -1,7 +1,7 @@
 """Find each pinned chart locally and render it offline with a Helm v4 SDK (no helm binary).
 
 Where a chart comes from, first match wins:
-1. `SLURMGEN_CHART_DIR/<chart>/` (unpacked chart folders, e.g. ../shared/chart-sources/), whose
+1. `SLURMGEN_CHART_DIR/<chart>/` (unpacked chart folders, e.g. the chart sources at their release tags), whose
    Chart.yaml must carry the pinned version (the release placeholder `v0.0.0` of a chart *source*
    is replaced by the pinned version in a private copy, as the chart's release does);
 2. the local cache, `$XDG_CACHE_HOME/slurmgen/charts/<chart>-<version>.tgz`;
@@ -216,7 +216,7 @@ def _documents(manifests: dict[str, str]) -> Iterator[Obj]:
 
 
 def _source_gaps(path: Path, source: HelmSource, values: Obj) -> tuple[list[str], set[tuple[str, str]]]:
-    """What a chart *source* lacks against its archive, known per chart (../shared/chart-sources/SOURCES.md)."""
+    """What a chart *source* lacks against its archive, known per chart (each chart repository's release tooling)."""
     crds = path / "templates" / "crds"
     if path.is_dir() and crds.is_dir() and not any(crds.glob("*.yaml")):
         # external-secrets: CRDs are generated into templates/crds/ at release (hack/helm.generate.sh),

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..spec.loader import merge
+
 Obj = dict[str, Any]
 
 
-def helm_merge(base: Any, override: Any) -> Any:
-    """Helm's coalesce of values: maps merge key by key, anything else (lists too) is replaced."""
-    if isinstance(base, dict) and isinstance(override, dict):
-        out = dict(base)
-        for key, value in override.items():
-            out[key] = helm_merge(base.get(key), value)
-        return out
-    return override
+# Helm's coalesce of values is the spec layer's `extends` merge: maps merge key by key, anything
+# else (lists too) is replaced.
+helm_merge = merge
 
 
 def node_labels(nodepool: Obj) -> dict[str, str]:

@@ -217,24 +217,35 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         maybe_all_cached = use_cache and all(
             str(p) in keys and render_cache.exists(p.stem, keys[str(p)]) for p in spec_paths)
         builder = None if maybe_all_cached else pool.submit(importlib.import_module, "slurmgen.build")
+        # Entries are read before the specs: a hit carries the spec data that passed every check
+        # from exactly these inputs (the key covers them), so that spec is built, not checked again.
+        entries: dict[str, render_cache.Entry] = {}  # spec source -> entry
+        if use_cache:
+            with result.timer("cache"):
+                for source, key in keys.items():
+                    entry = render_cache.load(Path(source).stem, key)
+                    if entry is not None:
+                        entries[source] = entry
+        spec_data: dict[str, dict] = {}  # spec source -> the data checked now, for the cache to keep
         with result.timer("load"):
             catalog = catalog if catalog is not None else site_catalog(spec_paths)
             site_csv = _site_csv(spec_paths) if own_catalog else None
             try:
-                specs = load_specs(spec_paths, catalog=catalog)
+                specs = load_specs(spec_paths, catalog=catalog,
+                                   validated={source: e.spec_data for source, e in entries.items()},
+                                   data_out=spec_data if use_cache else None)
             except SpecError as err:
                 raise InputError(str(p) for p in err.problems) from None
         cached: dict[str, RenderedCluster] = {}
         cached_texts: dict[str, dict[str, str]] = {}
-        entry_keys: dict[str, tuple[str, str]] = {}  # cluster -> (entry label, key)
+        entry_keys: dict[str, tuple[str, str, str]] = {}  # cluster -> (entry label, key, spec source)
         if use_cache:
             with result.timer("cache"):
                 for spec in specs:
                     if spec.source not in keys:
                         continue
-                    label = Path(spec.source).stem
-                    entry_keys[spec.name] = (label, keys[spec.source])
-                    entry = render_cache.load(label, keys[spec.source])
+                    entry_keys[spec.name] = (Path(spec.source).stem, keys[spec.source], spec.source)
+                    entry = entries.get(spec.source)
                     if entry is not None:
                         cached[spec.name] = RenderedCluster(spec=spec, plans=plan_cluster(spec, catalog),
                                                             files=entry.files)
@@ -280,7 +291,9 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         with result.timer("cache"):
             for name, (cluster, lines, text) in outcome.items():
                 if not lines and name in entry_keys:
-                    render_cache.store(*entry_keys[name], cluster.files, text)
+                    label, key, source = entry_keys[name]
+                    if source in spec_data:
+                        render_cache.store(label, key, cluster.files, text, spec_data[source])
     if problems:
         raise InputError(problems)
     for name, cluster in cached.items():

@@ -299,3 +299,25 @@ def test_a_hit_decodes_its_objects_only_when_read(cache_root):
     assert len(hit.files) == len(fresh.clusters[0].files)
     # ... and once read they are the rendered objects, in the same order
     assert list(hit.files.items()) == list(fresh.clusters[0].files.items())
+
+
+def test_a_hit_is_built_from_the_checked_spec_data_without_checking_it_again(cache_root, monkeypatch):
+    # GIVEN the example rendered once (a miss: its spec is checked and its data kept in the entry)
+    from slurmgen.spec import loader
+
+    spec = REPO / "clusters" / "example.yaml"
+    first = run([spec], use_cache=True)
+    checked = []
+    real = loader._validate
+    monkeypatch.setattr(loader, "_validate", lambda *a, **k: checked.append(a[0]) or real(*a, **k))
+    # WHEN it runs again on the same inputs
+    second = run([spec], use_cache=True)
+    # THEN the spec is not checked again, and the spec built from the entry is the one checked before
+    assert checked == []
+    assert second.cached == frozenset({"example"})
+    assert second.clusters[0].spec == first.clusters[0].spec
+    # AND an edit to the spec misses: that spec alone is checked again
+    edited = cache_root.parent / "example.yaml"
+    edited.write_text(spec.read_text().replace("replicas: 4", "replicas: 3", 1))
+    run([edited], use_cache=True)
+    assert checked == [edited]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,14 +48,29 @@ def load_spec(path: Path, *, catalog: Catalog | None = None) -> ClusterSpec:
     return _load(path, text, rules_for(catalog))
 
 
-def load_specs(paths: Iterable[Path], *, catalog: Catalog | None = None) -> list[ClusterSpec]:
-    """Load several spec files, collecting the problems of all of them before raising."""
+def load_specs(paths: Iterable[Path], *, catalog: Catalog | None = None,
+               validated: Mapping[str, Mapping[str, Any]] | None = None,
+               data_out: dict[str, dict[str, Any]] | None = None) -> list[ClusterSpec]:
+    """Load several spec files, collecting the problems of all of them before raising.
+
+    `validated` maps a spec's path to the merged, defaulted data an earlier run validated from
+    exactly the same inputs (the render cache: its key covers the spec, what it extends, the
+    catalog and the generator itself); such a spec is only built, not checked again. `data_out`
+    receives that data for every spec checked here, for the cache to keep.
+    """
     specs: list[ClusterSpec] = []
     problems: list[Problem] = []
     rules = rules_for(catalog)
+    known = validated or {}
     for path in sorted(paths):
         try:
-            specs.append(_load(path, read_text(path), rules))
+            if str(path) in known:
+                specs.append(_build(str(path), dict(known[str(path)])))  # fresh from JSON: not shared
+                continue
+            full = _validate(path, read_text(path), rules)
+            if data_out is not None:
+                data_out[str(path)] = copy.deepcopy(full)
+            specs.append(_build(str(path), full))
         except UnreadableFile as err:
             problems.append(Problem(str(path), "", str(err)))
         except SpecError as err:
@@ -77,6 +93,11 @@ def parse_text(source: str, text: str, *, catalog: Catalog | None = None) -> Clu
 
 
 def _load(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> ClusterSpec:
+    return _build(str(path), _validate(path, text, rules))
+
+
+def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[str, Any]:
+    """The spec's merged, defaulted data once every check passed; SpecError with every problem otherwise."""
     source = str(path)
 
     def fail(findings: Iterable[tuple[str, str]], data: Any = None) -> SpecError:
@@ -114,7 +135,7 @@ def _load(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> ClusterSpec
     findings = [f for f in secret if f[0] not in refused] + findings
     if findings:
         raise fail(findings, full)
-    return _build(source, full)
+    return full
 
 
 # Where the secret belongs instead, by the field it was found in (first matching prefix wins).

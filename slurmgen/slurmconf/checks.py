@@ -145,7 +145,8 @@ def _partition_topology(cluster: str, state: Tree, eff: Effective, w: int, scena
         problems.append(Problem(
             "partition-topology", where, fld,
             f"PartitionName={name} Topology={topo}: no topology {topo} after wave {w} of {scenario} ({have}); "
-            "slurmctld exits on a partition naming an unknown topology (Invalid partition topology)"))
+            "slurmctld exits on a partition naming an unknown topology (Invalid partition topology); make the "
+            "partition flat in one commit, then remove the partition or its topology in the next"))
     return problems
 
 

@@ -19,6 +19,11 @@ partition_mgr.c, slurm-26-05-1-1). Slurm nodes also keep their `Topology=` strin
 block topology's slots do not depend on its block sizes: one per Slurm node, the same in use or not.
 An unused one has `block_sizes: [1]`: block_record.c (block_record_validate) needs sizes (or
 nodes) and at least one block, and checks the sizes against nothing else.
+Not chosen: moving topology-bearing partitions from the NodeSet's `partition.config` to the
+Controller's extraConf (wave 2). topology.yaml (wave 0) would still run ahead of the Controller's
+old lines at waves 0-1, and a partition moving between the two places would be defined twice, or
+not at all, at wave 2. Removing a block partition, or topology itself, still needs the partition
+made flat in an earlier commit; slurmconf/checks.py (partition-topology) refuses it otherwise.
 """
 
 from __future__ import annotations

@@ -326,7 +326,7 @@ def test_a_pruned_object_marked_prune_last_goes_after_the_last_wave():
         (0, ["slurm/a.yaml", "slurm/b.yaml"]), (2, ["slurm/a.yaml", "slurm/b.yaml"]), (3, ["slurm/a.yaml"])]
 
 
-def test_turning_topology_off_keeps_topology_yaml_until_the_controller_drops_it(rendered, tmp_path):
+def test_turning_topology_off_keeps_topology_yaml_until_the_controller_drops_it_but_not_for_the_nodesets(rendered, tmp_path):
     # GIVEN training as rendered (topology on), written out as the tree being replaced
     import dataclasses
     import yaml
@@ -345,6 +345,10 @@ def test_turning_topology_off_keeps_topology_yaml_until_the_controller_drops_it(
     spec.write_text(off)
     head = run([spec]).clusters[0]
     assert "slurm/configmap-slurm-topology-conf.yaml" not in head.files
-    # THEN the change syncs: the ConfigMap the old Controller names (configFileRefs) is pruned last,
-    # so the operator can build slurm.conf at every wave
-    assert Result(clusters=(dataclasses.replace(head, files=dict(head.files)),)).sync_problems(tmp_path) == []
+    # THEN the ConfigMap the old Controller names (configFileRefs) is pruned last, so the operator can
+    # build slurm.conf at every wave; what is left is the NodeSet h200's own partition line, which still
+    # names tree at wave 2 (turn every partition flat first: tests/test_topology_waves.py)
+    lines = Result(clusters=(dataclasses.replace(head, files=dict(head.files)),)).sync_problems(tmp_path)
+    assert not [l for l in lines if "cannot build slurm.conf" in l]
+    assert [l.split(": ")[0] for l in lines] == ["training/slurm/nodeset-slurm-worker-h200.yaml"]
+    assert "PartitionName=h200 Topology=tree: no topology tree after wave 2" in lines[0]

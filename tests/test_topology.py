@@ -37,7 +37,7 @@ def test_training_topology_yaml_matches_golden(rendered):
     assert tree["tree"]["switches"] == [{"switch": "ec2"}]
     block = next(t for t in doc if t["topology"] == "block-reserved")
     assert block["block"]["block_sizes"] == [2, 4]
-    assert len(block["block"]["blocks"]) == 4  # 4 Slurm nodes, base 2: room for every block half full
+    assert len(block["block"]["blocks"]) == 4  # one slot per Slurm node (4), whatever the block sizes
 
 
 def test_topology_yaml_is_a_controller_config_file_and_rolls_slurmctld(rendered):

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+import yaml
+
 from ..catalog.catalog import load_catalog
 from ..catalog.sizing import threads_per_core
 from .operator import (Effective, Tree, Unresolved, controllers, effective, nodesets_for, parse_conf_kv,
@@ -20,8 +22,10 @@ from .parse import Entity, parse, tokens
 
 Obj = dict[str, Any]
 
-CHECKS = ("operator-build", "duplicate-key", "operator-owned-key", "partition-nodes", "task-plugin",
-          "partition-qos", "default-memory")
+CHECKS = ("operator-build", "duplicate-key", "operator-owned-key", "partition-nodes", "partition-topology",
+          "task-plugin", "partition-qos", "default-memory")
+TOPOLOGY_YAML = "topology.yaml"
+NO_TOPOLOGY_FILE = ("default",)  # topology_g_init without topology.yaml: one context, "default" (topology.c)
 
 # Checks that fire on today's examples until the slurmconf branch (charts/slurm_cluster.py) merges:
 # - task-plugin: cgroup.conf constrains cores/RAM/devices but slurm.conf sets no TaskPlugin;
@@ -113,14 +117,48 @@ def sync_states(base: Tree, head: Tree) -> list[tuple[int, dict[str, Obj]]]:
     return states
 
 
+def topology_names(files: Mapping[str, str]) -> tuple[str, ...]:
+    """The topologies a partition's Topology= may name: topology.yaml's (SchedMD/slurm slurm-26-05-1-1
+    src/interfaces/topology.c topology_g_init), or only `default` when the file is absent."""
+    text = files.get(TOPOLOGY_YAML)
+    if text is None:
+        return NO_TOPOLOGY_FILE
+    items = yaml.safe_load(text) or []
+    return tuple(str(i["topology"]) for i in items if isinstance(i, dict) and "topology" in i)
+
+
+def _partition_topology(cluster: str, state: Tree, eff: Effective, w: int, scenario: str,
+                        seen: set[tuple[str, str]]) -> list[Problem]:
+    """Every partition's Topology= names a topology of topology.yaml in this state: slurmctld exits on
+    one that does not ("Invalid partition topology", src/slurmctld/read_config.c; set_part_topology_idx,
+    partition_mgr.c, slurm-26-05-1-1). An empty Topology= is the cluster default."""
+    names = topology_names(eff.files)
+    problems = []
+    for name, entities in parse(eff.slurm.text).partitions.items():
+        topo = entities[-1].get("Topology") or ""
+        if not topo or topo in names or (name, topo) in seen:
+            continue
+        seen.add((name, topo))
+        where, fld = _partition_origin(cluster, state, eff, entities[-1])
+        have = (f"{TOPOLOGY_YAML} declares {', '.join(names)}" if names != NO_TOPOLOGY_FILE
+                else f"no {TOPOLOGY_YAML} is mounted (only the topology 'default' exists)")
+        problems.append(Problem(
+            "partition-topology", where, fld,
+            f"PartitionName={name} Topology={topo}: no topology {topo} after wave {w} of {scenario} ({have}); "
+            "slurmctld exits on a partition naming an unknown topology (Invalid partition topology); make the "
+            "partition flat in one commit, then remove the partition or its topology in the next"))
+    return problems
+
+
 def wave_problems(cluster: str, base: Tree, head: Tree) -> list[Problem]:
-    """Every partition's Nodes= names a NodeSet that exists after every wave of the change.
-    slurmctld rejects a partition naming an unknown node or NodeSet (read_config), and the
-    operator rewrites slurm.conf from the NodeSets present (buildNodeSetConf)."""
+    """Every partition's Nodes= names a NodeSet, and its Topology= a topology, that exist after every
+    wave of the change. slurmctld rejects a partition naming an unknown node or NodeSet (read_config),
+    and the operator rewrites slurm.conf from the NodeSets present (buildNodeSetConf)."""
     scenario = "the first install" if not _unit(base) else "this change"
     head_nodesets = {slurm_nodeset_name(o): (_wave(o), o["metadata"]["name"])
                      for o in head.values() if o.get("kind") == "NodeSet"}
     seen: set[tuple[str, str]] = set()
+    seen_topology: set[tuple[str, str]] = set()
     problems: list[Problem] = []
     for w, state in sync_states(base, head):
         try:
@@ -131,6 +169,7 @@ def wave_problems(cluster: str, base: Tree, head: Tree) -> list[Problem]:
             continue
         if eff is None:
             continue
+        problems += _partition_topology(cluster, state, eff, w, scenario, seen_topology)
         conf = parse(eff.slurm.text)
         for name, entities in conf.partitions.items():
             for member in (entities[-1].get("Nodes") or "").split(","):

@@ -153,7 +153,10 @@ class Partition:
         tokens += [f"MaxTime={self.max_time}", f"PriorityTier={self.priority_tier}"]
         if self.allow_qos:
             tokens.append(f"AllowQos={','.join(self.allow_qos)}")
-        if self.topology:
+        if self.topology and self.topology != "flat":
+            # flat is topology.yaml's only cluster default, which a partition without Topology= uses
+            # (set_part_topology_idx: index 0, topology_g_init sorts the default first; slurm-26-05-1-1):
+            # a line without the token stays valid when topology is turned off (no topology.yaml).
             tokens.append(f"Topology={self.topology}")
         own = dict(self.extra_config)
         tokens += [t for t in derived if t.split("=", 1)[0] not in own]

@@ -48,20 +48,22 @@ def _flat(pairs: list[tuple[str, str]]) -> str:
     return " ".join(f"{k}={v}" for k, v in pairs)
 
 
-def _entities(label: str, old: Mapping[str, list[tuple[str, str]]], new: Mapping[str, list[tuple[str, str]]],
+def _entities(label: str | None, old: Mapping[str, list[tuple[str, str]]], new: Mapping[str, list[tuple[str, str]]],
               what: str = "") -> list[str]:
-    """One line per added, removed or changed entity; `what` names what its parameters are."""
+    """One line per added, removed or changed entity (`label=name`, or the bare name without a label);
+    `what` names what its parameters are."""
     lines = []
     for name in sorted(set(old) | set(new)):
         a, b = old.get(name), new.get(name)
+        head = f"`{label}={name}`" if label else f"`{name}`"
         if a is None and b is not None:
-            lines.append(f"`{label}={name}` added{';' if what else ''}{what}: {_flat(b)}")
+            lines.append(f"{head} added{';' if what else ''}{what}: {_flat(b)}")
         elif b is None and a is not None:
-            lines.append(f"`{label}={name}` removed (was{what}: {_flat(a)})")
+            lines.append(f"{head} removed (was{what}: {_flat(a)})")
         elif a is not None and b is not None:
             changes = _param_changes(_params(a), _params(b))
             if changes:
-                lines.append(f"`{label}={name}`{what or ''}{':' if what else ''} " + "; ".join(changes))
+                lines.append(f"{head}{what or ''}{':' if what else ''} " + "; ".join(changes))
     return lines
 
 
@@ -116,18 +118,8 @@ def _topologies(eff: Effective | None, name: str) -> dict[str, list[tuple[str, s
 
 
 def _topologies_changes(old: dict[str, list[tuple[str, str]]], new: dict[str, list[tuple[str, str]]]) -> list[str]:
-    lines = []
-    for name in sorted(set(old) | set(new)):
-        a, b = old.get(name), new.get(name)
-        if a is None and b is not None:
-            lines.append(f"`{name}` added: {_flat(b)}")
-        elif b is None and a is not None:
-            lines.append(f"`{name}` removed (was: {_flat(a)})")
-        elif a is not None and b is not None:
-            diff = _param_changes(_params(a), _params(b))
-            if diff:
-                lines.append(f"`{name}` " + "; ".join(diff))
-    return lines
+    """One line per topology of topology.yaml added, removed or changed (shown by its bare name)."""
+    return _entities(None, old, new)
 
 
 def changes(old: Tree, new: Tree) -> list[str]:

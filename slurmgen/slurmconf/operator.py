@@ -217,14 +217,22 @@ def build_slurm_conf(controller: Obj, accounting: Obj | None, nodesets: list[Obj
     if nodeset_lines:
         props += [(None, "#"), (None, "### NODESET & PARTITION ###"), (None, "\n".join(nodeset_lines))]
     extra = str(spec.get("extraConf") or "")
+    props += _extra_sections(extra, merge)
+    settings = tuple(Setting(k, str(v)) for k, v in (*general, *logging, *plugins, *acct))
+    return SlurmConf(operator=settings, merge_keys=tuple(sorted(merge)), nodeset_lines=tuple(nodeset_lines),
+                     extra_conf=extra, text=_build(props))
+
+
+def _extra_sections(extra: str, merge: Mapping[str, list[str]]) -> list[tuple[str | None, Any]]:
+    """The tail both builders write: the CR's extraConf verbatim, then the keys the operator merges
+    with its own values (slurm.conf and slurmdbd.conf alike, @v1.2.1)."""
+    props: list[tuple[str | None, Any]] = []
     if extra:
         props += [(None, "#"), (None, "### EXTRA CONFIG ###"), (None, extra)]
     snippet = merged_config(extra, merge)
     if snippet:
         props += [(None, "#"), (None, "### MERGED CONFIG ###"), (None, snippet)]
-    settings = tuple(Setting(k, str(v)) for k, v in (*general, *logging, *plugins, *acct))
-    return SlurmConf(operator=settings, merge_keys=tuple(sorted(merge)), nodeset_lines=tuple(nodeset_lines),
-                     extra_conf=extra, text=_build(props))
+    return props
 
 
 def build_cgroup_conf() -> str:
@@ -255,11 +263,7 @@ def build_slurmdbd_conf(accounting: Obj) -> str:
         (None, "#"), (None, "### LOGGING ###"), ("LogFile", "/dev/null"),
     ]
     extra = str(spec.get("extraConf") or "")
-    if extra:
-        props += [(None, "#"), (None, "### EXTRA CONFIG ###"), (None, extra)]
-    snippet = merged_config(extra, merge)
-    if snippet:
-        props += [(None, "#"), (None, "### MERGED CONFIG ###"), (None, snippet)]
+    props += _extra_sections(extra, merge)
     return _build(props)
 
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from . import cache as render_cache, guards, parallel, verify
 from .plan import plan_cluster
 from .slurmconf import checks as slurmconf_checks
-from .output import JOURNAL, NOT_A_FILE, dump, read_tree, write_all
+from .output import NOT_A_FILE, dump, read_tree
 from .catalog.catalog import CatalogError, InstanceType, load_catalog, site_catalog_path
 from .rendered import RenderedCluster
 from .spec import SpecError, load_specs
@@ -128,18 +128,6 @@ class Result:
         a fleet where one cluster changed rewrites one folder."""
         again = set(pending)
         return {c.spec.name: self.texts(c) for c in self.clusters if c.spec.name in again or not self.unchanged(out, c)}
-
-    def write(self, out: Path) -> None:
-        """Replace `out/<cluster>/` for every changed cluster, all or nothing; other folders are left alone.
-
-        Raises output.OutputError when `out` (or a cluster folder in it) is not ours, OSError when
-        the file system fails.
-        """
-        journal = out / JOURNAL
-        pending = journal.read_text(encoding="utf-8").split() if journal.is_file() and not journal.is_symlink() else []
-        write_all(out, self.changed_trees(out, pending))
-        for cluster in self.clusters:
-            self.old_texts.pop(out / cluster.spec.name, None)
 
     def compare(self, out: Path) -> list[str]:
         """Readable drift between this render and `out/`: one line per file, then a short diff."""

@@ -106,7 +106,8 @@ def _arrow(old: Any, new: Any) -> str:
     return f"{'-' if old is None else old} → {'-' if new is None else new}"
 
 
-def _changed_paths(old: Any, new: Any, prefix: str = "", depth: int = 3) -> list[str]:
+def changed_paths(old: Any, new: Any, prefix: str = "", depth: int = 3) -> list[str]:
+    """Dotted paths (to `depth` levels, top-level metadata left out) where two objects differ."""
     if old == new:
         return []
     if depth and isinstance(old, dict) and isinstance(new, dict):
@@ -114,7 +115,7 @@ def _changed_paths(old: Any, new: Any, prefix: str = "", depth: int = 3) -> list
         for key in sorted(set(old) | set(new)):
             if key == "metadata" and not prefix:
                 continue
-            paths += _changed_paths(old.get(key), new.get(key), f"{prefix}.{key}" if prefix else key, depth - 1)
+            paths += changed_paths(old.get(key), new.get(key), f"{prefix}.{key}" if prefix else key, depth - 1)
         return paths
     return [prefix or "(whole object)"]
 
@@ -158,7 +159,7 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
         kind = (was or now or {}).get("kind")
         if kind in STATEFUL and was != now:
             verb = "removes" if now is None else "adds" if was is None else "changes"
-            paths = [] if was is None or now is None else _changed_paths(was, now)
+            paths = [] if was is None or now is None else changed_paths(was, now)
             # The Controller's state is its persistence; its config can change freely.
             data_paths = [p for p in paths if kind != "Controller" or p.startswith("spec.persistence")]
             if verb != "changes" or data_paths:
@@ -336,7 +337,7 @@ def _objects(cluster: str, old: Tree, new: Tree) -> list[str]:
         elif now is None:
             groups.setdefault(app, {}).setdefault("removed", []).append(_label(obj))
         else:
-            paths = ", ".join(_changed_paths(was, now)) or "metadata"
+            paths = ", ".join(changed_paths(was, now)) or "metadata"
             groups.setdefault(app, {}).setdefault("changed", []).append(f"{_label(obj)} ({paths})")
     lines = []
     for app in sorted(groups):

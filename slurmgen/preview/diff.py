@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..summary import changed_paths
 from . import helm_sources, locator_from_env
 from .charts import ChartLocator, ChartRender, HelmSource, PreviewUnavailable, render
 
@@ -23,19 +24,6 @@ def _key(obj: Obj, namespace: str) -> Key:
 
 def _label(key: Key, cluster_scoped: bool) -> str:
     return f"{key[0]} {key[2]}" if cluster_scoped else f"{key[0]} {key[1]}/{key[2]}"
-
-
-def _paths(old: Any, new: Any, prefix: str = "", depth: int = 3) -> list[str]:
-    if old == new:
-        return []
-    if depth and isinstance(old, dict) and isinstance(new, dict):
-        out: list[str] = []
-        for key in sorted(set(old) | set(new)):
-            if key == "metadata" and not prefix:
-                continue
-            out += _paths(old.get(key), new.get(key), f"{prefix}.{key}" if prefix else key, depth - 1)
-        return out
-    return [prefix or "(whole object)"]
 
 
 def _objects(r: ChartRender | None) -> dict[Key, Obj]:
@@ -76,7 +64,7 @@ def _headline(app: str, was: HelmSource | None, now: HelmSource | None) -> str:
     if (was.chart, was.version) != (now.chart, now.version):
         parts.append(f"chart {was.chart} {was.version} → {now.chart} {now.version}")
     if was.values != now.values:
-        parts.append("values " + ", ".join(f"`{p}`" for p in _paths(was.values, now.values, depth=4)))
+        parts.append("values " + ", ".join(f"`{p}`" for p in changed_paths(was.values, now.values, depth=4)))
     for field in ("repo_url", "release_name", "namespace"):
         if getattr(was, field) != getattr(now, field):
             parts.append(f"{field} {getattr(was, field)} → {getattr(now, field)}")
@@ -115,7 +103,7 @@ def chart_section(cluster: str, old: Mapping[str, Obj], new: Mapping[str, Obj],
             for verb, keys in (("adds", sorted(set(b) - set(a))), ("removes", sorted(set(a) - set(b)))):
                 if keys:
                     lines.append(f"  - {verb} {len(keys)}: " + "; ".join(_label(k, not k[1]) for k in keys))
-            diffs = [f"{_label(k, not k[1])} ({', '.join(_paths(a[k], b[k]))})"
+            diffs = [f"{_label(k, not k[1])} ({', '.join(changed_paths(a[k], b[k]))})"
                      for k in sorted(set(a) & set(b)) if a[k] != b[k]]
             if diffs:
                 lines.append(f"  - changes {len(diffs)}: " + "; ".join(diffs))

@@ -16,14 +16,14 @@ from slurmgen.preview.placement import node_labels, selects, tolerates  # noqa: 
 
 
 # Keys of subcharts whose values.yaml is not in the pinned copies (kube-prometheus-stack 88.5.3 depends
-# on grafana 12.11.1 and kube-state-metrics 8.4.0, not vendored in ../shared/charts): only the keys we
+# on grafana 12.11.1 and kube-state-metrics 8.4.0, not vendored in tests/data/charts): only the keys we
 # set, each a top-level key of that subchart's own values.yaml (nodeSelector: {}, tolerations: []).
 SUBCHART_KEYS: dict[str, dict[str, Any]] = {
     "kube-prometheus-stack": {"grafana": {"nodeSelector": {}, "tolerations": []},
                               "kube-state-metrics": {"nodeSelector": {}, "tolerations": []}},
 }
 
-# Charts with no copy in ../shared/charts yet: the defaults of the keys we set or rely on, as read
+# Charts with no vendored copy in tests/data/charts: the defaults of the keys we set or rely on, as read
 # from the chart's values.yaml at the pinned version (cited), until the copy is added there.
 UNVENDORED: dict[tuple[str, str], dict[str, Any]] = {
     # aws-neuron/neuron-helm-charts charts/neuron-helm-chart/values.yaml @ b77a6f9 (release 1.9.0)

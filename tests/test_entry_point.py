@@ -2,6 +2,10 @@
 
 main.py hands over to `.venv/bin/python` (slurmgen/_venv.py): same arguments, same interpreter
 flags, same stdin/stdout, same exit status; without a `.venv` it prints one line and exits 2.
+
+The tests never rely on the repository having a `.venv` of its own (CI runs them in place with the
+venv of a fresh clone, `make VENV=…`): they lay out a checkout (main.py, slurmgen/) in a temporary
+folder whose `.venv` links to the environment running the tests.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -33,8 +38,27 @@ def bare_python() -> str:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    # No PYTHONPATH, no VIRTUAL_ENV, no SLURMGEN_VENV_HANDOFF: a fresh shell.
-    return {"PATH": CLEAN_PATH, "HOME": os.environ.get("HOME", "/tmp"), **extra}
+    # No PYTHONPATH, no VIRTUAL_ENV, no SLURMGEN_VENV_HANDOFF: a fresh shell. The render cache stays
+    # the test session's own folder (conftest), never the user's.
+    return {"PATH": CLEAN_PATH, "HOME": os.environ.get("HOME", "/tmp"),
+            "SLURMGEN_CACHE_DIR": os.environ["SLURMGEN_CACHE_DIR"], **extra}
+
+
+def running_venv() -> Path:
+    """The virtual environment running these tests: the one `make install` built from requirements.txt."""
+    if sys.prefix == sys.base_prefix:
+        pytest.fail("the tests must run in the project's virtual environment (make test)")
+    return Path(sys.prefix)
+
+
+def checkout(tmp_path: Path) -> Path:
+    """A newcomer's checkout: main.py and the package, with `.venv` where `make install` puts it."""
+    root = tmp_path / "slurmgen-checkout"
+    root.mkdir()
+    shutil.copy2(REPO / "main.py", root / "main.py")
+    shutil.copytree(REPO / "slurmgen", root / "slurmgen", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / ".venv").symlink_to(running_venv(), target_is_directory=True)
+    return root
 
 
 def probe_script(tmp_path: Path, venv: Path) -> Path:
@@ -55,9 +79,9 @@ def probe_script(tmp_path: Path, venv: Path) -> Path:
 def test_main_py_from_a_bare_python_renders_like_make_synth(tmp_path):
     # GIVEN a system python3 without cdk8s and no venv activated
     python = bare_python()
-    out = tmp_path / "out"
+    root, out = checkout(tmp_path), tmp_path / "out"
     # WHEN the README's command is typed with it
-    run = subprocess.run([python, str(REPO / "main.py"), "--spec", str(REPO / "clusters" / "example.yaml"),
+    run = subprocess.run([python, str(root / "main.py"), "--spec", str(REPO / "clusters" / "example.yaml"),
                           "--out", str(out)], capture_output=True, text=True, env=clean_env(), cwd=tmp_path)
     # THEN it renders (through .venv/bin/python) exactly what is committed
     assert run.returncode == 0, run.stderr
@@ -68,17 +92,16 @@ def test_main_py_from_a_bare_python_renders_like_make_synth(tmp_path):
 
 def test_main_py_from_a_bare_python_keeps_the_exit_status(tmp_path):
     # GIVEN an empty output folder, WHEN --check runs from a bare python3, THEN drift is exit 1 as in the venv
-    run = subprocess.run([bare_python(), str(REPO / "main.py"), "--spec", str(REPO / "clusters" / "example.yaml"),
-                          "--out", str(tmp_path), "--check"], capture_output=True, text=True, env=clean_env())
+    root = checkout(tmp_path)
+    run = subprocess.run([bare_python(), str(root / "main.py"), "--spec", str(REPO / "clusters" / "example.yaml"),
+                          "--out", str(tmp_path / "out"), "--check"], capture_output=True, text=True, env=clean_env())
     assert run.returncode == 1
     assert "added:   " in run.stdout
 
 
 def test_handoff_keeps_flags_arguments_stdin_and_exit_status(tmp_path):
     # GIVEN the project's venv and a bare python3 started with -O
-    venv = REPO / ".venv"
-    if not (venv / "bin" / "python").exists():
-        pytest.skip("no .venv in the repository (run 'make install')")
+    venv = running_venv()
     script = probe_script(tmp_path, venv)
     # WHEN the entry point hands over
     run = subprocess.run([bare_python(), "-O", str(script), "a b", "--x"], input="from stdin",

@@ -23,11 +23,11 @@ from .spec import ClusterSpec
 
 #: Peak memory (summed RSS of the process tree) allowed by default; SLURMGEN_MEMORY_MB raises it.
 MEMORY_BUDGET_MB = 400
-#: Measured by bench/synth_bench.py on a 40-cluster fleet: one process (Python, jsii's two Node
-#: processes) peaks at 250-370 MB; each more rendering process adds 190-250 MB (its own interpreter
-#: and jsii runtime, ~180 MB before it renders anything). So within 400 MB only one process renders.
-FIRST_PROCESS_MB = 300
-EXTRA_PROCESS_MB = 200
+#: Measured by bench/synth_bench.py on a 40-cluster fleet: one process (Python and jsii's kernel,
+#: started without jsii's relay, see _jsii_channel.py) peaks at 170-180 MB; each more rendering
+#: process adds 140-150 MB (its own interpreter and kernel). So within 400 MB two processes render.
+FIRST_PROCESS_MB = 190
+EXTRA_PROCESS_MB = 160
 #: Starting a worker (interpreter, imports, jsii: ~0.7 s of CPU) costs about as much as rendering
 #: this many clusters of 10 nodesets (~0.15 s each, bench); below it, one process is faster.
 MIN_CLUSTERS_PER_PROCESS = 4
@@ -83,12 +83,25 @@ def split(specs: Sequence[ClusterSpec], parts: int) -> list[list[ClusterSpec]]:
     return [sorted(s, key=lambda s: s.name) for s in shares if s]
 
 
+#: This worker's catalog, loaded by warm_up while the caller loads the specs (site CSV -> catalog).
+_CATALOGS: dict[Path | None, Any] = {}
+
+
+def warm_up(site_csv: Path | None) -> None:
+    """Start this worker's jsii kernel (importing cdk8s) and load its catalog: ~0.5 s that overlaps
+    the caller's own start and spec loading instead of delaying the worker's share."""
+    from . import build  # noqa: F401  (imports cdk8s, which starts the kernel)
+    from .catalog.catalog import load_catalog
+
+    _CATALOGS[site_csv] = load_catalog(site_csv)
+
+
 def render_share(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: Path | None) -> list[Rendered]:
     """Render, check, validate and dump a share of clusters in this process (a worker's whole job)."""
     from . import build, pipeline, verify
     from .catalog.catalog import load_catalog
 
-    catalog = load_catalog(site_csv)
+    catalog = _CATALOGS.pop(site_csv, None) or load_catalog(site_csv)
     timings = pipeline.Result(clusters=())
     out: list[Rendered] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="slurmgen-check") as pool:
@@ -105,10 +118,29 @@ def render_share(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: P
     return out
 
 
-def start_workers(shares: Sequence[Sequence[ClusterSpec]], site_csv: Path | None,
-                  crd_dir: Path | None) -> tuple[ProcessPoolExecutor | None, list[Future]]:
-    """Start one spawned worker per share; the caller renders its own share meanwhile."""
-    if not shares:
-        return None, []
-    pool = ProcessPoolExecutor(max_workers=len(shares), mp_context=multiprocessing.get_context("spawn"))
-    return pool, [pool.submit(render_share, list(share), site_csv, crd_dir) for share in shares]
+class Workers:
+    """Worker processes, one single-process pool each, started (and warmed up) before the specs are
+    loaded; each later renders one share. Spawned, never forked: jsii's Node child and its socket
+    must not be shared with a copy of this process."""
+
+    def __init__(self, count: int, site_csv: Path | None) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.pools = [ProcessPoolExecutor(max_workers=1, mp_context=context) for _ in range(max(0, count))]
+        for pool in self.pools:
+            pool.submit(warm_up, site_csv)
+
+    def render(self, shares: Sequence[Sequence[ClusterSpec]], site_csv: Path | None,
+               crd_dir: Path | None) -> list[Future]:
+        """One share per worker (in order); workers left without a share are stopped."""
+        futures = [pool.submit(render_share, list(share), site_csv, crd_dir) for pool, share in zip(self.pools, shares)]
+        for pool in self.pools[len(futures):]:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return futures
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # Not waiting: after an error a worker may still be warming up; the interpreter joins it at exit.
+        for pool in self.pools:
+            pool.shutdown(wait=False, cancel_futures=True)

@@ -200,10 +200,15 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
                 key = render_cache.cluster_key(path, shared, site_csv, options)
                 if key:
                     keys[str(path)] = key
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen") as pool:
+    # Clusters without a cache entry will render: enough of them and worker processes start now,
+    # warming up (jsii kernel, catalog) while this process loads the specs.
+    likely = [p for p in spec_paths if not (str(p) in keys and render_cache.exists(p.stem, keys[str(p)]))]
+    wanted = processes if processes is not None else parallel.choose_processes(len(likely))
+    extra = max(0, min(wanted, len(likely)) - 1) if own_catalog else 0  # a caller's catalog stays here
+    with parallel.Workers(extra, _site_csv(spec_paths)) as workers, \
+            ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen") as pool:
         # Start cdk8s now unless every cluster has a cache entry (that is then read and checked).
-        maybe_all_cached = use_cache and all(
-            str(p) in keys and render_cache.exists(p.stem, keys[str(p)]) for p in spec_paths)
+        maybe_all_cached = not likely
         builder = None if maybe_all_cached else pool.submit(importlib.import_module, "slurmgen.build")
         # Entries are read before the specs: a hit carries the spec data that passed every check
         # from exactly these inputs (the key covers them), so that spec is built, not checked again.
@@ -241,32 +246,29 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         misses = [s for s in specs if s.name not in cached]
         if misses and builder is None:
             builder = pool.submit(importlib.import_module, "slurmgen.build")
-        count = processes if processes is not None else parallel.choose_processes(len(misses))
-        shares = parallel.split(misses, max(1, min(count, len(misses))) if own_catalog else 1) if misses else [[]]
-        workers, futures = parallel.start_workers(shares[1:], site_csv, crd_dir)
+        # Shares for this process and the workers started above (a cache entry found unreadable
+        # renders here: no worker is started late).
+        shares = parallel.split(misses, max(1, min(1 + len(workers.pools), len(misses)))) if misses else [[]]
+        futures = workers.render(shares[1:], site_csv, crd_dir)
         prepared = [pool.submit(verify.prepare, crd_dir, version)
                     for version in sorted({s.aws.kubernetes_version for s in shares[0]})]
         # While the main thread waits on jsii for cluster n+1, a worker checks, validates and dumps
         # cluster n (jsii's pipe reads release the GIL).
         clusters: list[RenderedCluster] = []
         jobs = []
-        try:
-            if shares[0]:
-                with result.timer("cdk8s start"):
-                    build = builder.result()  # imported beside spec loading; waits only for what is left
-                with result.timer("render"):
-                    for cluster in build.render_each(shares[0], catalog):
-                        clusters.append(cluster)
-                        jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result, catalog))
-            with result.timer("finish checks"):
-                try:
-                    checked = [job.result() for job in jobs]
-                    from_workers = [r for f in futures for r in f.result()]
-                except verify.SchemaUnavailable as err:
-                    raise InputError([f"cannot validate the rendered objects: {err}"]) from None
-        finally:
-            if workers is not None:
-                workers.shutdown(cancel_futures=True)
+        if shares[0]:
+            with result.timer("cdk8s start"):
+                build = builder.result()  # imported beside spec loading; waits only for what is left
+            with result.timer("render"):
+                for cluster in build.render_each(shares[0], catalog):
+                    clusters.append(cluster)
+                    jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result, catalog))
+        with result.timer("finish checks"):
+            try:
+                checked = [job.result() for job in jobs]
+                from_workers = [r for f in futures for r in f.result()]
+            except verify.SchemaUnavailable as err:
+                raise InputError([f"cannot validate the rendered objects: {err}"]) from None
     by_spec = {s.name: s for s in specs}
     outcome: dict[str, tuple[RenderedCluster, list[str], dict[str, str]]] = {
         cluster.spec.name: (cluster, lines, text) for cluster, (lines, text) in zip(clusters, checked)}

@@ -8,7 +8,7 @@ import pytest
 
 from slurmgen import parallel
 from slurmgen.pipeline import run
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, REPO
 
 
 def test_one_and_several_processes_render_the_same_bytes():
@@ -45,13 +45,14 @@ def test_clusters_are_dealt_into_shares_of_similar_cost():
 
 
 @pytest.mark.parametrize(("clusters", "cpus", "budget", "expected"), [
-    (40, 2, parallel.MEMORY_BUDGET_MB, 1),  # the default budget holds one jsii runtime only
+    (40, 2, parallel.MEMORY_BUDGET_MB, 2),  # the default budget holds two processes, each with its jsii kernel
     (1, 2, 2000, 1),      # one cluster: a worker's start would cost more than it saves
     (7, 8, 2000, 1),      # too few clusters per process
     (8, 2, 2000, 2),      # two CPUs: two processes
     (40, 2, 2000, 2),
     (40, 1, 2000, 1),     # one CPU: never more than one
-    (40, 16, 700, 3),     # memory: 300 MB for the first process, 200 MB for each more
+    (40, 16, 700, 4),     # memory: 190 MB for the first process, 160 MB for each more
+    (40, 16, 349, 1),     # one MB short of a second process
 ])
 def test_process_count_follows_cpus_fleet_size_and_memory(monkeypatch, clusters, cpus, budget, expected):
     # GIVEN no override / WHEN choosing / THEN the count is bounded by CPUs, work and memory
@@ -62,10 +63,12 @@ def test_process_count_follows_cpus_fleet_size_and_memory(monkeypatch, clusters,
 def test_the_memory_budget_comes_from_the_environment(monkeypatch):
     # GIVEN SLURMGEN_MEMORY_MB / WHEN choosing for a large fleet on many CPUs / THEN it bounds the count
     monkeypatch.delenv("SLURMGEN_WORKERS", raising=False)
-    monkeypatch.setenv("SLURMGEN_MEMORY_MB", "500")
-    assert parallel.choose_processes(40, 8) == 2
-    monkeypatch.delenv("SLURMGEN_MEMORY_MB")
+    monkeypatch.setenv("SLURMGEN_MEMORY_MB", "300")
     assert parallel.choose_processes(40, 8) == 1
+    monkeypatch.setenv("SLURMGEN_MEMORY_MB", "700")
+    assert parallel.choose_processes(40, 8) == 4
+    monkeypatch.delenv("SLURMGEN_MEMORY_MB")
+    assert parallel.choose_processes(40, 8) == 2
 
 
 def test_the_environment_can_force_a_process_count(monkeypatch):
@@ -90,3 +93,33 @@ def test_a_failure_in_a_worker_is_one_plain_line_like_in_one_process(tmp_path):
     # THEN both report the same plain line(s), naming the problem
     assert lines[0] == lines[1]
     assert lines[0] and all(line.startswith("cannot validate the rendered objects: ") for line in lines[0])
+
+
+def test_a_spec_error_with_workers_warming_up_is_the_plain_line_of_one_process(tmp_path):
+    # GIVEN the examples plus one spec with an unknown top-level field; workers start before the specs load
+    from slurmgen.pipeline import InputError
+
+    bad = tmp_path / "broken.yaml"
+    bad.write_text((REPO / "clusters" / "example.yaml").read_text().replace("name: example", "name: broken", 1)
+                   + "notAField: 1\n")
+    # WHEN run alone and with two workers warming up
+    lines = []
+    for processes in (1, 3):
+        with pytest.raises(InputError) as err:
+            run([*EXAMPLES, bad], processes=processes)
+        lines.append(err.value.lines)
+    # THEN the same plain lines, naming the file and the field
+    assert lines[0] == lines[1]
+    assert any(str(bad) in line and "notAField" in line for line in lines[0])
+
+
+def test_workers_without_a_share_are_stopped_and_none_are_started_for_none():
+    # GIVEN no extra process wanted, THEN no pool at all
+    with parallel.Workers(0, None) as workers:
+        assert workers.pools == [] and workers.render([], None, None) == []
+    # GIVEN two warming workers and one share, WHEN rendering, THEN one future, the idle worker shut down
+    with parallel.Workers(2, None) as workers:
+        futures = workers.render([[]], None, None)
+        assert len(futures) == 1 and futures[0].result() == []
+        with pytest.raises(RuntimeError):  # a shut-down pool takes no more work
+            workers.pools[1].submit(int)

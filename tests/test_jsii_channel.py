@@ -1,0 +1,138 @@
+"""jsii's kernel started directly on a socket pair (slurmgen/_jsii_channel.py), not behind jsii's relay.
+
+Each case runs in a fresh interpreter: the kernel starts once per process, at the first `import cdk8s`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from slurmgen import _jsii_channel
+from tests.conftest import REPO
+
+KERNEL_PROBE = textwrap.dedent("""\
+    import os, sys
+    import slurmgen
+    import cdk8s
+    from jsii._runtime import kernel
+    app = cdk8s.App()
+    cdk8s.Chart(app, "probe")
+    node = kernel.provider._process._process
+    print(node.pid, flush=True)
+    """)
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **env})
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of `pid` (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to see processes")
+
+
+def test_the_channel_is_read_against_the_pinned_jsii():
+    # GIVEN the pinned requirements, THEN the jsii version the channel replaces a private method of is that pin
+    pins = dict(line.split("==") for line in (REPO / "requirements.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    assert pins["jsii"] == _jsii_channel.JSII_VERSION
+    # and the running jsii is that version, so the tests below exercise the direct channel
+    assert _jsii_channel.wanted()
+
+
+def test_the_kernel_runs_as_one_node_process_without_a_relay():
+    # GIVEN a fresh interpreter that imports slurmgen, WHEN cdk8s starts jsii's kernel in it
+    code = KERNEL_PROBE + textwrap.dedent("""\
+        import time
+        print(os.getpid(), flush=True)
+        time.sleep(3)
+        """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        kernel_pid, python_pid = int(proc.stdout.readline()), int(proc.stdout.readline())
+        # THEN Python's one Node child is the kernel itself (program.js, not the jsii-runtime.js relay),
+        # and it has no Node child of its own
+        node_children = [pid for pid in children(python_pid) if "node" in Path(cmdline(pid)[0]).name]
+        assert node_children == [kernel_pid]
+        argv = cmdline(kernel_pid)
+        assert argv[-2].endswith(os.path.join("lib", "program.js")) or argv[-1].endswith(os.path.join("lib", "program.js"))
+        assert not any("jsii-runtime" in arg for arg in argv)
+        assert "--max-semi-space-size=2" in argv
+        assert children(kernel_pid) == []
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_stock_relay_stays_available():
+    # GIVEN SLURMGEN_JSII_RELAY=1, WHEN the kernel starts, THEN Python talks to jsii's own relay, as stock jsii does
+    code = KERNEL_PROBE + "print(' '.join(open(f'/proc/{node.pid}/cmdline').read().split(chr(0))))\n"
+    run = run_python(code, SLURMGEN_JSII_RELAY="1")
+    assert run.returncode == 0, run.stderr
+    assert "jsii-runtime.js" in run.stdout.splitlines()[1]
+    # and without it, the process Python talks to is the kernel
+    run = run_python(code)
+    assert "program.js" in run.stdout.splitlines()[1] and "jsii-runtime.js" not in run.stdout
+
+
+def test_the_kernel_exits_with_the_interpreter():
+    # GIVEN an interpreter that started the kernel, WHEN it exits normally
+    run = run_python(KERNEL_PROBE)
+    assert run.returncode == 0, run.stderr
+    kernel_pid = int(run.stdout.split()[0])
+    # THEN the kernel is gone too (jsii's stop at exit, over the socket)
+    for _ in range(50):
+        if not Path(f"/proc/{kernel_pid}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{kernel_pid}").exists()
+
+
+def test_kernel_output_goes_to_stderr_never_to_stdout():
+    # GIVEN the kernel's debug trace on (it writes every message it handles to its stderr)
+    run = run_python(KERNEL_PROBE, JSII_DEBUG="1")
+    # THEN our stdout holds only what the script printed, and the trace arrived on stderr
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().isdigit()
+    assert '"api":"create"' in run.stderr and "[@jsii/kernel] create" in run.stderr
+
+
+def test_direct_and_relayed_kernels_render_the_same_bytes(tmp_path):
+    # GIVEN the example spec rendered once through each channel
+    trees = {}
+    for mode, env in (("direct", {}), ("relay", {"SLURMGEN_JSII_RELAY": "1"})):
+        out = tmp_path / mode
+        run = subprocess.run([sys.executable, str(REPO / "main.py"), "--spec", str(REPO / "clusters" / "example.yaml"),
+                              "--out", str(out), "--no-cache"], capture_output=True, text=True, timeout=300,
+                             env={**os.environ, **env})
+        assert run.returncode == 0, run.stderr
+        trees[mode] = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    # THEN the trees are identical, file for file, and match what is committed
+    assert trees["direct"] == trees["relay"]
+    committed = REPO / "dist" / "example" / "slurm" / "controller-slurm.yaml"
+    assert trees["direct"]["example/slurm/controller-slurm.yaml"] == committed.read_bytes()

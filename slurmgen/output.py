@@ -48,11 +48,25 @@ def dump(obj: Any) -> str:
 
 
 def write_tree(root: Path, files: Mapping[str, Any]) -> None:
-    """Write files (relative path -> object, or its YAML text) under a folder `root`."""
+    """Write files (relative path -> object, or its YAML text) under a folder `root`.
+
+    Plain os calls, each folder made once: a fleet writes thousands of small files, and pathlib's
+    per-file objects and mkdir probes cost more than the writes."""
+    base = os.fspath(root)
+    made: set[str] = set()
     for rel, obj in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(obj if isinstance(obj, str) else dump(obj), encoding="utf-8")
+        path = os.path.join(base, rel)
+        folder = os.path.dirname(path)
+        if folder not in made:
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
+        _write_file(path, obj if isinstance(obj, str) else dump(obj))
+
+
+def _write_file(path: str, text: str) -> None:
+    """Write one file (the seam the fault-injection tests replace)."""
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 _RENAME_EXCHANGE = 2
@@ -358,15 +372,22 @@ def read_tree(root: Path) -> dict[str, str]:
     if root.is_symlink() or not root.is_dir():
         return {}
     tree: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in dirnames + filenames:
-            path = Path(dirpath) / name
-            rel = path.relative_to(root).as_posix()
+    folders = [(os.fspath(root), "")]
+    while folders:  # os.scandir: the kind of each entry comes with the listing, no stat per file
+        folder, prefix = folders.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:  # as os.walk: a folder that cannot be listed shows its files as missing
+            continue
+        for entry in entries:
+            rel = prefix + entry.name
             try:
-                mode = path.lstat().st_mode
-                if stat.S_ISREG(mode):
-                    tree[rel] = path.read_bytes().decode("utf-8", errors="replace")
-                elif not stat.S_ISDIR(mode):
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append((entry.path, rel + "/"))
+                elif entry.is_file(follow_symlinks=False):
+                    with open(entry.path, "rb") as handle:
+                        tree[rel] = handle.read().decode("utf-8", errors="replace")
+                else:
                     tree[rel] = NOT_A_FILE
             except OSError as err:
                 tree[rel] = f"\0unreadable: {err.strerror or err}\0"

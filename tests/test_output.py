@@ -33,15 +33,15 @@ def test_failure_mid_write_leaves_the_previous_tree_intact(tmp_path, monkeypatch
     before = read_tree(target)
     # WHEN writing the new tree fails after the first file
     calls = {"n": 0}
-    real = Path.write_text
+    real = output._write_file
 
-    def flaky(self, *args, **kwargs):
+    def flaky(path, text):
         calls["n"] += 1
         if calls["n"] == 2:
             raise OSError("disk full")
-        return real(self, *args, **kwargs)
+        return real(path, text)
 
-    monkeypatch.setattr(Path, "write_text", flaky)
+    monkeypatch.setattr(output, "_write_file", flaky)
     with pytest.raises(OSError):
         replace_dir(target, {"slurm/a.yaml": {"k": 2}, "slurm/b.yaml": {"k": 3}})
     # THEN the old tree is untouched and no staging folder remains

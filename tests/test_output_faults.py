@@ -213,15 +213,15 @@ def test_a_full_or_read_only_output_is_one_line_and_changes_nothing(code, render
     # would not stop them)
     make_stale(rendered_out)
     before = snapshot(rendered_out)
-    real, calls = Path.write_text, {"n": 0}
+    real, calls = output._write_file, {"n": 0}
 
-    def failing(self, *args, **kwargs):
+    def failing(path, text):
         calls["n"] += 1
         if calls["n"] == 5:
-            raise OSError(code, os.strerror(code), str(self))
-        return real(self, *args, **kwargs)
+            raise OSError(code, os.strerror(code), path)
+        return real(path, text)
 
-    monkeypatch.setattr(Path, "write_text", failing)
+    monkeypatch.setattr(output, "_write_file", failing)
     # WHEN synth writes
     rc, _, err = run_cli(capsys, "--spec", str(spec(tmp_path)), "--out", str(rendered_out))
     # THEN exit 2, one line with the system's reason, the old tree intact, no temporary folder

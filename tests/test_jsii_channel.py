@@ -48,6 +48,15 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def running(pid: int) -> bool:
+    """Whether `pid` exists and has not exited (an orphan's zombie may wait for a reaper that never comes)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
 def cmdline(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
 
@@ -107,10 +116,10 @@ def test_the_kernel_exits_with_the_interpreter():
     kernel_pid = int(run.stdout.split()[0])
     # THEN the kernel is gone too (jsii's stop at exit, over the socket)
     for _ in range(50):
-        if not Path(f"/proc/{kernel_pid}").exists():
+        if not running(kernel_pid):
             break
         time.sleep(0.1)
-    assert not Path(f"/proc/{kernel_pid}").exists()
+    assert not running(kernel_pid)
 
 
 def test_kernel_output_goes_to_stderr_never_to_stdout():
@@ -136,3 +145,20 @@ def test_direct_and_relayed_kernels_render_the_same_bytes(tmp_path):
     assert trees["direct"] == trees["relay"]
     committed = REPO / "dist" / "example" / "slurm" / "controller-slurm.yaml"
     assert trees["direct"]["example/slurm/controller-slurm.yaml"] == committed.read_bytes()
+
+
+def test_the_kernel_exits_when_the_interpreter_is_killed():
+    # GIVEN an interpreter holding a started kernel
+    proc = subprocess.Popen([sys.executable, "-c", KERNEL_PROBE + "import time\ntime.sleep(60)\n"],
+                            stdout=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    kernel_pid = int(proc.stdout.readline())
+    # WHEN it is killed outright (no atexit, no exit message)
+    proc.kill()
+    proc.wait()
+    # THEN the kernel reads the end of its socket and exits: no Node left behind
+    for _ in range(100):
+        if not running(kernel_pid):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"kernel {kernel_pid} still runs 10 s after its interpreter was killed")

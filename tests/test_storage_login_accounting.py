@@ -101,7 +101,7 @@ def test_nlb_selects_the_login_pods_by_our_label(rendered):
     annotations = svc["metadata"]["annotations"]
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"] == "ip"
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
-    assert "externalIPs" not in svc["spec"]  # cdk8s-plus noise removed
+    assert "externalIPs" not in svc["spec"]  # a plain object: nothing to patch away (cdk8s-plus added it)
     assert login["service"] == {"spec": {"type": "ClusterIP"}}  # the operator's own Service stays internal
 
 

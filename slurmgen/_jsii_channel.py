@@ -48,10 +48,19 @@ def wanted() -> bool:
 
 
 def _forward(stream: IO[bytes]) -> None:
-    """Copy the kernel's console output to our stderr as it comes (the relay's job, unwrapped)."""
+    """Copy the kernel's console output to our stderr as it comes (the relay's job, unwrapped).
+
+    It must keep draining whatever happens to our stderr: a full pipe would block the kernel."""
     for chunk in iter(lambda: stream.read1(65536), b""):
-        sys.stderr.buffer.write(chunk)
-        sys.stderr.flush()
+        try:
+            target = sys.stderr
+            if hasattr(target, "buffer"):
+                target.buffer.write(chunk)
+            else:  # a replaced stderr (a test's capture) may take text only
+                target.write(chunk.decode("utf-8", errors="replace"))
+            target.flush()
+        except Exception:  # noqa: BLE001 - a closed or odd stderr loses the text, never the kernel
+            continue
 
 
 def _start(self: Any) -> None:

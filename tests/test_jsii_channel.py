@@ -162,3 +162,28 @@ def test_the_kernel_exits_when_the_interpreter_is_killed():
         time.sleep(0.1)
     else:
         pytest.fail(f"kernel {kernel_pid} still runs 10 s after its interpreter was killed")
+
+
+def test_kernel_output_is_drained_even_when_our_stderr_fails(monkeypatch):
+    # GIVEN a stderr that refuses every write, and a kernel writing far more than a pipe holds
+    import io
+    import threading
+
+    class Broken(io.StringIO):
+        def write(self, text):
+            raise OSError("stderr closed")
+
+    monkeypatch.setattr(sys, "stderr", Broken())
+    reader, writer = os.pipe()
+
+    def kernel() -> None:
+        with os.fdopen(writer, "wb") as sink:
+            sink.write(b"x" * (1 << 20))  # blocks until the forwarder has read all but the pipe's 64 KiB
+
+    writing = threading.Thread(target=kernel)
+    writing.start()
+    # WHEN the forwarder reads it, THEN it reads to the end (the writer finishes) instead of stopping
+    with os.fdopen(reader, "rb") as source:
+        _jsii_channel._forward(source)
+    writing.join(timeout=10)
+    assert not writing.is_alive()

@@ -56,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true",
                    help="render every cluster, neither reading nor writing the render cache (CI)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="processes that render (default: from the CPUs and the number of clusters to render)")
+                   help="processes that render (default: from the CPUs, the number of clusters to render and "
+                        "the memory budget $SLURMGEN_MEMORY_MB, 400)")
     return p
 
 

@@ -134,7 +134,7 @@ class Workers:
     def render(self, shares: Sequence[Sequence[ClusterSpec]], site_csv: Path | None,
                crd_dir: Path | None) -> list[Future]:
         """One share per worker (in order); workers left without a share are stopped."""
-        futures = [pool.submit(render_share, list(share), site_csv, crd_dir) for pool, share in zip(self.pools, shares)]
+        futures = [pool.submit(render_share, list(share), site_csv, crd_dir) for pool, share in zip(self.pools, shares, strict=False)]
         for pool in self.pools[len(futures):]:
             pool.shutdown(wait=False, cancel_futures=True)
         return futures

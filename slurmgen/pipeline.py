@@ -271,7 +271,7 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
                 raise InputError([f"cannot validate the rendered objects: {err}"]) from None
     by_spec = {s.name: s for s in specs}
     outcome: dict[str, tuple[RenderedCluster, list[str], dict[str, str]]] = {
-        cluster.spec.name: (cluster, lines, text) for cluster, (lines, text) in zip(clusters, checked)}
+        cluster.spec.name: (cluster, lines, text) for cluster, (lines, text) in zip(clusters, checked, strict=True)}
     for r in from_workers:
         outcome[r.name] = (RenderedCluster(spec=by_spec[r.name], plans=r.plans, files=r.files), r.problems, r.texts)
         for step, secs in r.timings.items():

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 CREDENTIAL_WORDS = frozenset({
     "pass", "passwd", "password", "passphrase", "pwd", "secret", "token", "authtok", "apikey", "credential",

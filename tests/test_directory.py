@@ -122,7 +122,7 @@ def test_ldap_and_ad_differ_where_the_directories_do(clusters):
 
 
 def test_the_bind_password_is_only_a_reference(clusters):
-    for name, files in clusters.items():
+    for files in clusters.values():
         secret = files["secrets/externalsecret-slurm-sssd-conf.yaml"]["spec"]
         # THEN sssd.conf holds only the template placeholder, filled in the cluster from Secrets Manager
         assert PASSWORD_PLACEHOLDER in secret["target"]["template"]["data"]["sssd.conf"]

@@ -37,7 +37,7 @@ def without_our_nodeset_lines(tree: dict) -> dict:
     """The tree as slurmgen rendered it before it wrote `NodeSet=` lines for every declared nodeset:
     only the operator's lines (for NodeSet CRs that exist) define them, which the wave checks catch."""
     conf = tree[CTL]["spec"]["extraConf"]
-    tree[CTL]["spec"]["extraConf"] = "".join(l for l in conf.splitlines(True) if not l.startswith("NodeSet="))
+    tree[CTL]["spec"]["extraConf"] = "".join(line for line in conf.splitlines(True) if not line.startswith("NodeSet="))
     return tree
 
 
@@ -180,8 +180,8 @@ def test_removing_a_nodeset_and_its_partition_together_is_safe(rendered):
     base = tree_of(rendered, "example")
     head = copy.deepcopy(base)
     del head["slurm/nodeset-slurm-worker-spot.yaml"], head["slurm/scaledobject-slurm-worker-spot.yaml"]
-    head[CTL]["spec"]["extraConf"] = "\n".join(l for l in base[CTL]["spec"]["extraConf"].splitlines()
-                                               if not l.startswith("PartitionName=backfill")) + "\n"
+    head[CTL]["spec"]["extraConf"] = "\n".join(line for line in base[CTL]["spec"]["extraConf"].splitlines()
+                                               if not line.startswith("PartitionName=backfill")) + "\n"
     # Controller (wave 2) drops the line before the NodeSet (wave 3) is pruned
     assert wave_problems("example", base, head) == []
 
@@ -349,6 +349,6 @@ def test_turning_topology_off_keeps_topology_yaml_until_the_controller_drops_it_
     # build slurm.conf at every wave; what is left is the NodeSet h200's own partition line, which still
     # names tree at wave 2 (turn every partition flat first: tests/test_topology_waves.py)
     lines = Result(clusters=(dataclasses.replace(head, files=dict(head.files)),)).sync_problems(tmp_path)
-    assert not [l for l in lines if "cannot build slurm.conf" in l]
-    assert [l.split(": ")[0] for l in lines] == ["training/slurm/nodeset-slurm-worker-h200.yaml"]
+    assert not [line for line in lines if "cannot build slurm.conf" in line]
+    assert [line.split(": ")[0] for line in lines] == ["training/slurm/nodeset-slurm-worker-h200.yaml"]
     assert "PartitionName=h200 Topology=tree: no topology tree after wave 2" in lines[0]

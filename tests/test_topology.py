@@ -50,7 +50,7 @@ def test_topology_yaml_is_a_controller_config_file_and_rolls_slurmctld(rendered)
 def test_partitions_name_their_topology(rendered):
     # GIVEN the training example WHEN the partitions are written THEN each names its topology
     extra = _obj(rendered, "slurm/controller-slurm.yaml")["spec"]["extraConf"]
-    lines = {l.split()[0]: l for l in extra.splitlines() if l.startswith("PartitionName=")}
+    lines = {line.split()[0]: line for line in extra.splitlines() if line.startswith("PartitionName=")}
     assert "Topology=tree" in lines["PartitionName=train"]
     assert "Topology=block-reserved" in lines["PartitionName=reserved"]
     own = _obj(rendered, "slurm/nodeset-slurm-worker-h200.yaml")["spec"]["partition"]["config"]

@@ -176,7 +176,7 @@ def _parse_row(where: str, columns: tuple[str, ...], cells: list[str]) -> Instan
     """Turn one csv row into an InstanceType, validating every cell."""
     if len(cells) != len(columns):
         raise CatalogError(f"{where}: expected {len(columns)} columns ({','.join(columns)}), got {len(cells)}")
-    row = dict.fromkeys(OPTIONAL_COLUMNS, "") | {column: cell.strip() for column, cell in zip(columns, cells)}
+    row = dict.fromkeys(OPTIONAL_COLUMNS, "") | {column: cell.strip() for column, cell in zip(columns, cells, strict=True)}
     name = row["instance_type"]
     if not _NAME_RE.match(name):
         raise CatalogError(f"{where}: instance_type must look like an EC2 name (e.g. p5.48xlarge), got {name!r}")

@@ -87,7 +87,7 @@ def prune_waves(waves: Mapping[Any, int]) -> dict[Any, int]:
     """Argo CD prunes in reverse wave order by swapping the prune waves symmetrically
     (argoproj/gitops-engine pkg/sync/sync_context.go, `reorder waves for pruning tasks`)."""
     unique = sorted(set(waves.values()))
-    swap = dict(zip(unique, reversed(unique)))
+    swap = dict(zip(unique, reversed(unique), strict=True))
     return {key: swap[w] for key, w in waves.items()}
 
 

@@ -8,6 +8,7 @@ topology_block.c (topology_p_add_rm_node: a node can join only a block the file 
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any, Iterator
 
 from ..catalog.topology_types import DATA, default_topology_nodeset, has_topology, unlabelled
@@ -53,7 +54,7 @@ def slurm_nodes(ns: dict[str, Any]) -> int:
 
 def _block_sizes_problem(sizes: list[int]) -> str | None:
     base = sizes[0]
-    for prev, size in zip(sizes, sizes[1:]):
+    for prev, size in pairwise(sizes):
         ratio, rest = divmod(size, base)
         if size <= prev or rest or ratio & (ratio - 1) or ratio >= 2 ** MAX_BLOCK_LEVELS:
             return (f"block sizes {sizes} are not the base {base} times growing powers of two "

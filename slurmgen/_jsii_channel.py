@@ -19,6 +19,7 @@ JavaScript code) reach our stderr, never our stdout.
 from __future__ import annotations
 
 import atexit
+import io
 import os
 import shutil
 import socket
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 JSII_VERSION = "1.142.0"
 #: Node flags for the kernel. jsii passes the first; a 2 MB young generation keeps a long render's
@@ -47,7 +48,7 @@ def wanted() -> bool:
             and not os.environ.get("JSII_RUNTIME") and shutil.which("sh") is not None)
 
 
-def _forward(stream: IO[bytes]) -> None:
+def _forward(stream: io.BufferedReader) -> None:
     """Copy the kernel's console output to our stderr as it comes (the relay's job, unwrapped).
 
     It must keep draining whatever happens to our stderr: a full pipe would block the kernel."""
@@ -73,7 +74,7 @@ def _start(self: Any) -> None:
     with theirs:
         self._process = subprocess.Popen(
             ["sh", "-c", _EXEC, node, *NODE_FLAGS, "--preserve-symlinks", str(program)],
-            stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+            stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     self._socket = ours
     # jsii reads replies with stdout.readline() and writes requests to stdin; stop() closes both.
     self._process.stdin = ours.makefile("wb")
@@ -102,6 +103,6 @@ def install() -> bool:
         if sock is not None:
             sock.close()
 
-    node_process.start = _start
-    node_process.stop = stop
+    setattr(node_process, "start", _start)  # noqa: B010 - replacing a method of jsii's class on purpose
+    setattr(node_process, "stop", stop)  # noqa: B010
     return True

@@ -258,7 +258,8 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         jobs = []
         if shares[0]:
             with result.timer("cdk8s start"):
-                build = builder.result()  # imported beside spec loading; waits only for what is left
+                # imported beside spec loading (submitted above whenever a cluster misses the cache)
+                build = builder.result() if builder is not None else importlib.import_module("slurmgen.build")
             with result.timer("render"):
                 for cluster in build.render_each(shares[0], catalog):
                     clusters.append(cluster)

@@ -49,7 +49,9 @@ def assign_blocks(nodes: Iterable[tuple[str, str | None, str | None]], slots: li
     used: dict[str, int] = {s: 0 for s in slots}
     domain_of: dict[str, str] = {}
     todo: list[tuple[str, str]] = []
-    for node, domain, current in sorted(n for n in nodes if n[1]):
+    for node, domain, current in sorted(nodes):
+        if not domain:
+            continue
         if current in used and used[current] < size and domain_of.get(current, domain) == domain:
             result[node] = current
             used[current] += 1
@@ -60,7 +62,7 @@ def assign_blocks(nodes: Iterable[tuple[str, str | None, str | None]], slots: li
         free = [s for s in slots if used[s] < size]
         same = [s for s in free if domain_of.get(s) == domain]
         empty = [s for s in free if used[s] == 0]
-        choice = (same or empty or free or [None])[0]
+        choice = next(iter(same or empty or free), None)
         if choice is None:
             continue
         result[node] = choice
@@ -93,8 +95,8 @@ def desired(nodes: list[Node], cfg: dict[str, Any]) -> dict[str, str]:
         triples = [(n["metadata"]["name"], n["metadata"].get("labels", {}).get(block["domainLabel"]),
                     _current_unit(n["metadata"].get("annotations", {}).get(ann), block["topology"]))
                    for n in members]
-        for node, slot in assign_blocks(triples, block["slots"], block["size"]).items():
-            parts[node].append(f"{block['topology']}:{slot}")
+        for name, slot in assign_blocks(triples, block["slots"], block["size"]).items():
+            parts[name].append(f"{block['topology']}:{slot}")
     return {name: ",".join(p) for name, p in parts.items()}
 
 

@@ -177,12 +177,13 @@ def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
         yield "storage.fsx.sizeGiB", f"{fsx['sizeGiB']} GiB is not a valid {deployment} size; use 1200, 2400 or a multiple of {step}"
     throughput = fsx.get("dynamic", {}).get("perUnitStorageThroughput")
     allowed = FSX_THROUGHPUT.get(deployment)
-    if throughput is not None and allowed is None:
-        yield "storage.fsx.dynamic.perUnitStorageThroughput", f"{deployment} has no per-unit throughput setting; remove it"
-    elif throughput is not None and throughput not in allowed:
-        yield ("storage.fsx.dynamic.perUnitStorageThroughput",
-               f"{throughput} MB/s/TiB is not offered for {deployment}; use one of {', '.join(map(str, allowed))}")
-    elif throughput is None and allowed is not None and "dynamic" in fsx and mode == "dynamic":
+    if throughput is not None:
+        if allowed is None:
+            yield "storage.fsx.dynamic.perUnitStorageThroughput", f"{deployment} has no per-unit throughput setting; remove it"
+        elif throughput not in allowed:
+            yield ("storage.fsx.dynamic.perUnitStorageThroughput",
+                   f"{throughput} MB/s/TiB is not offered for {deployment}; use one of {', '.join(map(str, allowed))}")
+    elif allowed is not None and "dynamic" in fsx and mode == "dynamic":
         yield "storage.fsx.dynamic.perUnitStorageThroughput", f"required for {deployment}: one of {', '.join(map(str, allowed))}"
     backups = fsx.get("dynamic", {}).get("automaticBackupRetentionDays", 0)
     if backups and deployment.startswith("SCRATCH") and mode == "dynamic":
@@ -348,14 +349,21 @@ _NON_PUBLIC = (
 @functools.lru_cache(maxsize=2)
 def _non_public(version: int) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     """Disjoint blocks of `version` that are not public."""
-    nets = (ipaddress.ip_network(b) for b in _NON_PUBLIC)
-    return tuple(ipaddress.collapse_addresses(n for n in nets if n.version == version))
+    return tuple(_collapse(n for n in map(ipaddress.ip_network, _NON_PUBLIC) if n.version == version))
+
+
+def _collapse(networks: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network],
+              ) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """ipaddress.collapse_addresses, which takes one IP version at a time: IPv4 blocks, then IPv6."""
+    nets = list(networks)
+    return [*ipaddress.collapse_addresses(n for n in nets if isinstance(n, ipaddress.IPv4Network)),
+            *ipaddress.collapse_addresses(n for n in nets if isinstance(n, ipaddress.IPv6Network))]
 
 
 def public_addresses(networks: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> int:
     """How many globally reachable addresses the union of `networks` (one IP version) holds."""
     count = 0
-    for net in ipaddress.collapse_addresses(networks):
+    for net in _collapse(networks):
         hidden = sum(min(b.num_addresses, net.num_addresses) for b in _non_public(net.version)
                      if b.overlaps(net))
         count += net.num_addresses - hidden

@@ -167,7 +167,7 @@ def _type_name(value: Any) -> str:
     names = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
              "boolean": "true or false", "number": "a number", "null": "nothing"}
     if isinstance(value, list):
-        return " or ".join(names.get(v, v) for v in value)
+        return " or ".join(names.get(str(v), str(v)) for v in value)
     return names.get(value, str(value))
 
 

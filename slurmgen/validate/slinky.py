@@ -46,7 +46,7 @@ def check(obj: Mapping[str, Any], core: CoreSchemas) -> list[Issue]:
     """Issues in the schemaless parts of one Slinky object (empty for other kinds)."""
     if obj.get("apiVersion") != f"{GROUP}/{VERSION}":
         return []
-    kind = obj.get("kind")
+    kind = str(obj.get("kind"))
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         return []  # a missing or mistyped spec is already reported by the CRD schema

@@ -11,14 +11,19 @@ clusters, one process): 7.3 s -> 6.0 s wall, 317 MB -> 240 MB peak.
 This replaces a private method (`_NodeProcess.start`), so it is applied only to the jsii version
 it was read against (`JSII_VERSION`, pinned in requirements.txt; tests/test_jsii_channel.py fails
 when the two part); any other version, a JSII_RUNTIME of the user's, or `SLURMGEN_JSII_RELAY=1`
-keeps the stock runtime.
-What the relay did besides relaying is kept: the kernel's own stdout and stderr (console output of
-JavaScript code) reach our stderr, never our stdout.
+keeps the stock runtime. `install()` runs when the chart packages are imported, right before cdk8s
+starts the kernel, so a run that renders nothing (a warm cache) never imports jsii.
+
+One difference on purpose: the relay passed JavaScript's console.log to Python's stdout; here all
+of the kernel's console output goes to our stderr, so our stdout holds only what we print
+(`--check` lines, `--explain` text, the summary).
 """
 
 from __future__ import annotations
 
 import atexit
+import codecs
+import errno
 import io
 import os
 import shutil
@@ -33,57 +38,80 @@ JSII_VERSION = "1.142.0"
 #: Node flags for the kernel. jsii passes the first; a 2 MB young generation keeps a long render's
 #: Node at ~110 MB instead of ~170 MB at no measured cost in time (bench, 40 clusters).
 NODE_FLAGS = ("--max-old-space-size=4069", "--max-semi-space-size=2")
-# fd 3 of the kernel is the socket we pass as its stdin; its stdin then reads nothing and its
-# stdout joins its stderr, as the relay kept JavaScript console output off the protocol channel.
-_EXEC = 'exec "$0" "$@" 3<&0 </dev/null 1>&2'
+#: How the kernel is started (`sh -c EXEC node FLAGS... program.js`): fd 3 becomes the socket we
+#: pass as its stdin, its stdin then reads nothing, and its stdout joins its stderr.
+EXEC = 'exec "$0" "$@" 3<&0 </dev/null 1>&2'
 
 
 def wanted() -> bool:
-    """Whether to start the kernel directly: the version it was read against, a shell, no opt-out."""
+    """Whether to start the kernel directly: no opt-out, no runtime of the user's, a shell, and the
+    jsii version this was read against."""
+    if os.environ.get("SLURMGEN_JSII_RELAY") == "1" or os.environ.get("JSII_RUNTIME"):
+        return False
+    if shutil.which("sh") is None:
+        return False
     try:
         import jsii
     except ImportError:
         return False
-    return (getattr(jsii, "__version__", None) == JSII_VERSION and os.environ.get("SLURMGEN_JSII_RELAY") != "1"
-            and not os.environ.get("JSII_RUNTIME") and shutil.which("sh") is not None)
+    return getattr(jsii, "__version__", None) == JSII_VERSION
 
 
-def _forward(stream: io.BufferedReader) -> None:
-    """Copy the kernel's console output to our stderr as it comes (the relay's job, unwrapped).
+def forward(stream: io.BufferedReader) -> None:
+    """Copy the kernel's console output to our stderr as it comes (what the relay did, unwrapped).
 
-    It must keep draining whatever happens to our stderr: a full pipe would block the kernel."""
+    It keeps draining when writing to our stderr fails: a full pipe would block the kernel."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # for a text-only stderr
     for chunk in iter(lambda: stream.read1(65536), b""):
         try:
             target = sys.stderr
             if hasattr(target, "buffer"):
                 target.buffer.write(chunk)
             else:  # a replaced stderr (a test's capture) may take text only
-                target.write(chunk.decode("utf-8", errors="replace"))
+                target.write(decoder.decode(chunk))
             target.flush()
         except Exception:  # noqa: BLE001 - a closed or odd stderr loses the text, never the kernel
             continue
 
 
+def _node(env: dict[str, str]) -> str:
+    """The Node to run, resolved now: started through `sh`, a missing one would only show as a
+    failed handshake. Raises FileNotFoundError as stock jsii's Popen does."""
+    node = env.get("JSII_NODE", "node")
+    found = shutil.which(node, path=env.get("PATH"))
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory (JSII_NODE or PATH)", node)
+    return found
+
+
 def _start(self: Any) -> None:
     """`_NodeProcess.start`, with the kernel's fd 3 on a socket pair instead of behind the relay."""
     env = {**os.environ, "JSII_AGENT": f"Python/{sys.version.split()[0]}"}
-    node = env.get("JSII_NODE", "node")
+    node = _node(env)
     runtime = Path(self._jsii_runtime())  # the embedded files, unpacked: .../bin/jsii-runtime.js
     program = runtime.parent.parent / "lib" / "program.js"
     ours, theirs = socket.socketpair()
     with theirs:
         self._process = subprocess.Popen(
-            ["sh", "-c", _EXEC, node, *NODE_FLAGS, "--preserve-symlinks", str(program)],
+            ["sh", "-c", EXEC, node, *NODE_FLAGS, "--preserve-symlinks", str(program)],
             stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     self._socket = ours
     # jsii reads replies with stdout.readline() and writes requests to stdin; stop() closes both.
     self._process.stdin = ours.makefile("wb")
     self._process.stdout = ours.makefile("rb")
-    self.sink_thread = threading.Thread(name="jsii-kernel-stderr", target=_forward,
+    self.sink_thread = threading.Thread(name="jsii-kernel-stderr", target=forward,
                                         args=(self._process.stderr,), daemon=True)
     self.sink_thread.start()
     atexit.register(self.stop)
-    self.handshake()
+    try:
+        self.handshake()
+    except ValueError:  # EOF or garbage instead of the kernel's hello (json.JSONDecodeError)
+        try:
+            status: int | str = self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            status = "still running"
+        raise RuntimeError(f"jsii's kernel ({program}) exited before its handshake (status {status}); "
+                           "its own message, if any, is above") from None
 
 
 def install() -> bool:
@@ -98,10 +126,15 @@ def install() -> bool:
     stock_stop = node_process.stop
 
     def stop(self: Any) -> None:
-        stock_stop(self)
-        sock = getattr(self, "_socket", None)
-        if sock is not None:
-            sock.close()
+        try:
+            stock_stop(self)
+        except BrokenPipeError:  # the kernel is gone already (it died or was killed): nothing to tell it
+            atexit.unregister(self.stop)
+            self._process.poll()  # reap it
+        finally:
+            sock = getattr(self, "_socket", None)
+            if sock is not None:
+                sock.close()
 
     setattr(node_process, "start", _start)  # noqa: B010 - replacing a method of jsii's class on purpose
     setattr(node_process, "stop", stop)  # noqa: B010

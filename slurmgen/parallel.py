@@ -142,7 +142,12 @@ class Workers:
     def __enter__(self) -> "Workers":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        # Not waiting: after an error a worker may still be warming up; the interpreter joins it at exit.
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         for pool in self.pools:
+            if exc_type is not None:
+                # The run failed (a spec error, Ctrl-C, a failed check): what a worker still does is
+                # wasted, and the interpreter would wait for it at exit. Its kernel sees the end of
+                # its socket and exits too. (ProcessPoolExecutor has no public terminate before 3.14.)
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    process.terminate()
             pool.shutdown(wait=False, cancel_futures=True)

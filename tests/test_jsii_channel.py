@@ -6,6 +6,7 @@ Each case runs in a fresh interpreter: the kernel starts once per process, at th
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ from tests.conftest import REPO
 
 KERNEL_PROBE = textwrap.dedent("""\
     import os, sys
-    import slurmgen
+    import slurmgen.charts  # readies the channel, as every render does before cdk8s starts the kernel
     import cdk8s
     from jsii._runtime import kernel
     app = cdk8s.App()
@@ -61,7 +62,7 @@ def cmdline(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
 
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to see processes")
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to see processes")
 
 
 def test_the_channel_is_read_against_the_pinned_jsii():
@@ -73,6 +74,7 @@ def test_the_channel_is_read_against_the_pinned_jsii():
     assert _jsii_channel.wanted()
 
 
+@needs_proc
 def test_the_kernel_runs_as_one_node_process_without_a_relay():
     # GIVEN a fresh interpreter that imports slurmgen, WHEN cdk8s starts jsii's kernel in it
     code = KERNEL_PROBE + textwrap.dedent("""\
@@ -98,6 +100,7 @@ def test_the_kernel_runs_as_one_node_process_without_a_relay():
         proc.wait()
 
 
+@needs_proc
 def test_the_stock_relay_stays_available():
     # GIVEN SLURMGEN_JSII_RELAY=1, WHEN the kernel starts, THEN Python talks to jsii's own relay, as stock jsii does
     code = KERNEL_PROBE + "print(' '.join(open(f'/proc/{node.pid}/cmdline').read().split(chr(0))))\n"
@@ -109,6 +112,7 @@ def test_the_stock_relay_stays_available():
     assert "program.js" in run.stdout.splitlines()[1] and "jsii-runtime.js" not in run.stdout
 
 
+@needs_proc
 def test_the_kernel_exits_with_the_interpreter():
     # GIVEN an interpreter that started the kernel, WHEN it exits normally
     run = run_python(KERNEL_PROBE)
@@ -122,13 +126,48 @@ def test_the_kernel_exits_with_the_interpreter():
     assert not running(kernel_pid)
 
 
-def test_kernel_output_goes_to_stderr_never_to_stdout():
+def test_the_kernel_gets_the_socket_as_fd_3_and_its_stdout_goes_to_our_stderr():
+    # GIVEN the command shape the kernel is started with, running a tiny script instead of program.js
+    node = _jsii_channel._node(dict(os.environ))
+    script = "process.stdout.write('console output\\n'); require('fs').writeSync(3, 'protocol line\\n')"
+    ours, theirs = socket.socketpair()
+    with theirs:
+        proc = subprocess.Popen(["sh", "-c", _jsii_channel.EXEC, node, "-e", script], stdin=theirs.fileno(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # WHEN it writes to its stdout and to fd 3
+    _, err = proc.communicate(timeout=60)
+    with ours, ours.makefile("rb") as channel:
+        line = channel.readline()
+    # THEN fd 3 is our socket (the protocol channel) and console output arrives on the stderr we drain
+    assert proc.returncode == 0, err
+    assert line == b"protocol line\n"
+    assert err == b"console output\n"
+
+
+def test_kernel_debug_output_goes_to_stderr_never_to_stdout():
     # GIVEN the kernel's debug trace on (it writes every message it handles to its stderr)
     run = run_python(KERNEL_PROBE, JSII_DEBUG="1")
     # THEN our stdout holds only what the script printed, and the trace arrived on stderr
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip().isdigit()
     assert '"api":"create"' in run.stderr and "[@jsii/kernel] create" in run.stderr
+
+
+def test_a_missing_node_is_named_like_stock_jsii_names_it():
+    # GIVEN JSII_NODE pointing nowhere, WHEN the kernel starts
+    run = run_python(KERNEL_PROBE, JSII_NODE="/nonexistent/node")
+    # THEN the error names the file (not a failed handshake), as stock jsii's FileNotFoundError does
+    assert run.returncode != 0
+    assert "FileNotFoundError" in run.stderr and "/nonexistent/node" in run.stderr
+    assert "JSONDecodeError" not in run.stderr
+
+
+def test_importing_slurmgen_does_not_import_jsii():
+    # GIVEN a fresh interpreter, WHEN it imports the package and the CLI (a warm-cache run needs no more)
+    run = run_python("import sys, slurmgen, slurmgen.cli, slurmgen.pipeline; print('jsii' in sys.modules)")
+    # THEN jsii is not loaded: installing the channel waits for the charts
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "False"
 
 
 def test_direct_and_relayed_kernels_render_the_same_bytes(tmp_path):
@@ -147,6 +186,7 @@ def test_direct_and_relayed_kernels_render_the_same_bytes(tmp_path):
     assert trees["direct"]["example/slurm/controller-slurm.yaml"] == committed.read_bytes()
 
 
+@needs_proc
 def test_the_kernel_exits_when_the_interpreter_is_killed():
     # GIVEN an interpreter holding a started kernel
     proc = subprocess.Popen([sys.executable, "-c", KERNEL_PROBE + "import time\ntime.sleep(60)\n"],
@@ -184,6 +224,6 @@ def test_kernel_output_is_drained_even_when_our_stderr_fails(monkeypatch):
     writing.start()
     # WHEN the forwarder reads it, THEN it reads to the end (the writer finishes) instead of stopping
     with os.fdopen(reader, "rb") as source:
-        _jsii_channel._forward(source)
+        _jsii_channel.forward(source)
     writing.join(timeout=10)
     assert not writing.is_alive()

@@ -123,3 +123,18 @@ def test_workers_without_a_share_are_stopped_and_none_are_started_for_none():
         assert len(futures) == 1 and futures[0].result() == []
         with pytest.raises(RuntimeError):  # a shut-down pool takes no more work
             workers.pools[1].submit(int)
+
+
+def test_a_failed_run_stops_its_workers_instead_of_waiting_for_them():
+    # GIVEN a worker warming up (importing cdk8s, starting its kernel)
+    with pytest.raises(RuntimeError, match="spec error"):
+        with parallel.Workers(1, None) as workers:
+            processes = list(workers.pools[0]._processes.values())  # spawned at the warm-up's submit
+            assert processes
+            # WHEN the run fails before the worker is done
+            raise RuntimeError("spec error")
+    # THEN the worker is terminated, not left to finish what nobody will read
+    for process in processes:
+        process.join(timeout=10)
+        assert not process.is_alive()
+        assert process.exitcode is not None and process.exitcode < 0  # ended by a signal, not by finishing

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 from .catalog.catalog import InstanceType, load_catalog
 from .guards import IMMUTABLE, POLICY_KINDS, SIZES, STATEFUL, _MISSING, shrinkage, field, has_policy, policy_names
 from .rendered import images
+from .vocabulary import LBC
 from .slurmconf.checks import wave_problems
 from .slurmconf.diff import changes as slurmconf_changes
 
@@ -21,7 +22,6 @@ Obj = dict[str, Any]
 Tree = Mapping[str, Obj]  # relative path -> object, for one cluster
 
 _PARTITION_LINE = re.compile(r"^PartitionName=(\S+) Nodes=(\S+)")
-_LBC = "service.beta.kubernetes.io/aws-load-balancer-"
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ def _number(value: Any) -> float:
 
 
 def _exposure(label: str, was: Obj | None, now: Obj) -> list[str]:
-    scheme = f"{_LBC}scheme"
+    scheme = f"{LBC}scheme"
     a = (was or {}).get("metadata", {}).get("annotations", {}).get(scheme, "internal" if was else None)
     b = now["metadata"].get("annotations", {}).get(scheme, "internal")
     notes = []
@@ -346,11 +346,3 @@ def _objects(cluster: str, old: Tree, new: Tree) -> list[str]:
             if items:
                 lines.append(f"- `{app}` {verb} {len(items)}: " + "; ".join(items))
     return lines or ["- none"]
-
-
-def trees_of(files: Iterable[tuple[str, str, Obj]]) -> dict[str, dict[str, Obj]]:
-    """{cluster: {path: object}} from (cluster, path, object) triples."""
-    out: dict[str, dict[str, Obj]] = {}
-    for cluster, rel, obj in files:
-        out.setdefault(cluster, {})[rel] = obj
-    return out

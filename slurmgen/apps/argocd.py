@@ -16,7 +16,8 @@ from .. import naming
 from ..charts._objects import emit, wave
 from ..charts.unit import UnitChart
 from ..spec import ClusterSpec
-from . import waves
+from .. import waves
+from ..vocabulary import KEEP, SYNC_OPTIONS
 from .helm import HelmRelease
 
 API = "argoproj.io/v1alpha1"
@@ -154,7 +155,7 @@ class AppsChart(Chart):
         }
         emit(self, api_version=API, kind="AppProject", name=naming.project(spec.name),
              namespace=spec.gitops.argocd_namespace, annotations=wave(waves.PROJECT, **{
-                 "argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}),
+                 SYNC_OPTIONS: KEEP}),
              finalizers=[FINALIZER], body={"spec": body})
 
 

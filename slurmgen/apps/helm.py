@@ -13,7 +13,7 @@ from .. import identity
 from ..catalog.registries import eks_addon_registry
 from ..plan import GPU_PRESENT_LABEL, NODEPOOL_LABEL
 from ..spec import ClusterSpec
-from . import waves
+from .. import waves
 
 # Cluster-scoped kinds the charts install, for the AppProject whitelist.
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")

@@ -11,12 +11,7 @@ from typing import Any, Mapping
 from cdk8s import ApiObject, ApiObjectMetadata, JsonPatch
 from constructs import Construct
 
-MANAGED_BY = {"app.kubernetes.io/managed-by": "slurmgen"}
-
-# Argo CD resource annotations used across charts.
-SYNC_WAVE = "argocd.argoproj.io/sync-wave"
-SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-KEEP = "Prune=false,Delete=false"  # stateful: never pruned, never cascaded away with its Application
+from ..vocabulary import MANAGED_BY, SYNC_WAVE
 
 
 def emit(

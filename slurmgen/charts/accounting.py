@@ -25,13 +25,13 @@ from typing import Any
 from constructs import Construct
 
 
-from ..apps import waves
+from .. import waves
 from ..spec import ClusterSpec
-from ._objects import KEEP, SYNC_OPTIONS, emit, wave
+from ..vocabulary import KEEP, SKIP_DRY_RUN, SYNC_OPTIONS
+from ._objects import emit, wave
 from .secrets import mariadb_root_secret
 from .unit import SyncSettings, UnitChart
 
-SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"
 MARIADB_API = "k8s.mariadb.com/v1alpha1"
 CONNECTION_HEADROOM = 50  # max_connections above the slurmdbd user's: root, the operator, monitoring
 CA_VOLUME = "db-ca"

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from constructs import Construct
 
 from .. import naming
-from ..apps import waves
+from .. import waves
 from ..plan import ARCH_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NodeSetPlan
 from ..spec import ClusterSpec
 from ._objects import emit, wave

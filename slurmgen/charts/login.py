@@ -17,11 +17,11 @@ from constructs import Construct
 
 from .. import naming
 from ..spec import ClusterSpec
-from ._objects import SYNC_WAVE, emit
+from ..vocabulary import LBC, SYNC_WAVE
+from ._objects import emit
 from .directory import sshd_config as directory_sshd_config
 
 SSH_SERVICE = "slurm-login-ssh"
-LBC = "service.beta.kubernetes.io/aws-load-balancer-"
 
 SSHD_CONFIG = """\
 PasswordAuthentication no

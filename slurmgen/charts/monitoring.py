@@ -14,7 +14,7 @@ from typing import Any
 from constructs import Construct
 
 from .. import naming
-from ..apps import waves
+from .. import waves
 from ..spec import ClusterSpec
 from ._objects import emit, wave
 from .unit import SyncSettings, UnitChart

@@ -37,17 +37,17 @@ from typing import Any
 from constructs import Construct
 
 from .. import identity
-from ..apps import waves
+from .. import waves
 from ..spec import ClusterSpec
 from ..spec.model import Directory, SecretKeyRef
 from .directory import BIND_PASSWORD_KEY, BIND_READER, BIND_STORE, remote_ref, sssd_conf_template, sssd_conf_text
+from ..vocabulary import SKIP_DRY_RUN, SYNC_OPTIONS
 from ._objects import emit, wave
 from .unit import SyncSettings, UnitChart
 
 ESO = "external-secrets.io/v1"
 GENERATORS = "generators.external-secrets.io/v1alpha1"
 STORE = "aws-secrets-manager"
-SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"  # the CRDs come from the external-secrets Application
 
 # (length, digits) per generated value; all letters and digits, never symbols.
 SLURM_KEY = (1024, 256)
@@ -156,7 +156,7 @@ class SecretsChart(UnitChart):
         return {"labels": labels}
 
     def _annotations(self, wave_no: int) -> dict[str, str]:
-        return wave(wave_no, **{"argocd.argoproj.io/sync-options": SKIP_DRY_RUN})
+        return wave(wave_no, **{SYNC_OPTIONS: SKIP_DRY_RUN})
 
     def _store(self) -> None:
         aws: dict[str, Any] = {"service": "SecretsManager",

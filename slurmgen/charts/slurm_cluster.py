@@ -16,11 +16,12 @@ from typing import Any, Mapping
 
 from constructs import Construct
 
-from .. import naming
+from .. import naming, waves
 from ..catalog.sizing import slurm_cpus, slurm_real_memory_mb
 from ..plan import DO_NOT_DISRUPT, NodeSetPlan
 from ..spec import ClusterSpec, Partition
-from ._objects import KEEP, SYNC_OPTIONS, emit, wave
+from ..vocabulary import KEEP, PRUNE_LAST, SKIP_DRY_RUN, SYNC_OPTIONS
+from ._objects import emit, wave
 from .accounting import accounting_spec
 from .autoscaling import API as KEDA_API
 from .autoscaling import AWS_AUTH, ignore_replicas, scaled_object_spec, trigger_authentication_spec
@@ -35,8 +36,6 @@ from ..topology import topology_yaml
 from .unit import SyncSettings, UnitChart
 
 API = "slinky.slurm.net/v1beta1"
-SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"  # the CRDs come from another Application
-PRUNE_LAST = "PruneLast=true"
 
 # Sync waves inside the Slurm application: config first, then the CRs in dependency order.
 WAVE_CONFIG, WAVE_ACCOUNTING, WAVE_CONTROLLER, WAVE_WORKERS = 0, 1, 2, 3
@@ -79,7 +78,7 @@ class SlurmClusterChart(UnitChart):
     unit = "slurm"
 
     def __init__(self, scope: Construct, spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -> None:
-        super().__init__(scope, spec, SyncSettings(wave=0, namespace=spec.namespace, create_namespace=True,
+        super().__init__(scope, spec, SyncSettings(wave=waves.SLURM, namespace=spec.namespace, create_namespace=True,
                                                    ignore_differences=ignore_replicas(spec)))
         self.plans = plans
         self._config_files()

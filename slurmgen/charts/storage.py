@@ -12,10 +12,11 @@ from typing import Any
 
 from constructs import Construct
 
-from ..apps import waves
+from .. import waves
 from ..quantity import memory_mib
 from ..spec import ClusterSpec
-from ._objects import KEEP, SYNC_OPTIONS, emit, wave
+from ..vocabulary import KEEP, SYNC_OPTIONS
+from ._objects import emit, wave
 from .unit import SyncSettings, UnitChart
 
 DRIVER = "fsx.csi.aws.com"

@@ -16,6 +16,7 @@ import yaml
 
 from ..catalog.catalog import load_catalog
 from ..catalog.sizing import threads_per_core
+from ..vocabulary import SYNC_OPTIONS, SYNC_WAVE
 from .operator import (Effective, Tree, Unresolved, controllers, effective, nodesets_for, parse_conf_kv,
                        slurm_nodeset_name)
 from .parse import Entity, parse, tokens
@@ -33,8 +34,6 @@ NO_TOPOLOGY_FILE = ("default",)  # topology_g_init without topology.yaml: one co
 #   NodeSets that only arrive at wave 3, after the Controller (wave 2).
 # The merger empties this set; tests/test_slurmconf.py then expects no problem on the examples.
 
-WAVE = "argocd.argoproj.io/sync-wave"
-SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 HOOK = "argocd.argoproj.io/hook"
 UNIT = "slurm/"  # the Argo CD Application whose objects make slurm.conf
 
@@ -65,7 +64,7 @@ def blocking(problems: Iterable[Problem]) -> list[str]:
 # -- sync waves ----------------------------------------------------------------------------------
 
 def _wave(obj: Obj) -> int:
-    return int(obj["metadata"].get("annotations", {}).get(WAVE, "0"))
+    return int(obj["metadata"].get("annotations", {}).get(SYNC_WAVE, "0"))
 
 
 def _ident(obj: Obj) -> tuple[str, str, str]:

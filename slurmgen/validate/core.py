@@ -255,9 +255,6 @@ class CoreSchemas:
             schema, registry=self.registry, format_checker=FORMAT_CHECKER
         )
 
-    def has_kind(self, api_version: str, kind: str) -> bool:
-        return (api_version, kind) in self._kinds
-
     def kind(self, api_version: str, kind: str) -> JsonValidator | None:
         """The validator of a top-level kind such as (`apps/v1`, `Deployment`), or None."""
         name = self._kinds.get((api_version, kind))

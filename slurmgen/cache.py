@@ -42,13 +42,17 @@ LOCK_FILES = (REPO / "requirements.txt", REPO / "package-lock.json")
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def user_cache_root() -> Path:
+    """`slurmgen` under `$XDG_CACHE_HOME` (default `~/.cache`): the one root of our caches."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "slurmgen"
+
+
 def cache_dir() -> Path:
     """Where entries live: never inside the repository."""
     explicit = os.environ.get("SLURMGEN_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "slurmgen" / "render"
+    return user_cache_root() / "render"
 
 
 def tree_digest(root: Path, *, suffixes: tuple[str, ...] = ()) -> str:

@@ -24,6 +24,16 @@ def images(obj: Any) -> Iterator[str]:
             yield from images(item)
 
 
+def image_parts(ref: str) -> tuple[str, str | None, str | None]:
+    """(repository, tag, digest) of an image reference: `reg:5000/app:1.2@sha256:…` ->
+    (`reg:5000/app`, `1.2`, `sha256:…`). A registry's port is not a tag; no `@` is digest None."""
+    name, at, digest = ref.partition("@")
+    if ":" in name.rsplit("/", 1)[-1]:
+        repository, _, tag = name.rpartition(":")
+        return repository, tag, digest if at else None
+    return name, None, digest if at else None
+
+
 @dataclass(frozen=True)
 class RenderedCluster:
     """Everything rendered for one cluster: relative file path -> object."""

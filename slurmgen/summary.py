@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 
 from .catalog.catalog import InstanceType, load_catalog
 from .guards import IMMUTABLE, POLICY_KINDS, SIZES, STATEFUL, _MISSING, shrinkage, field, has_policy, policy_names
-from .rendered import images
+from .rendered import image_parts, images
 from .vocabulary import LBC
 from .slurmconf.checks import wave_problems
 from .slurmconf.diff import changes as slurmconf_changes
@@ -141,8 +141,8 @@ def _image_tags(tree: Tree) -> dict[str, str]:
     found: dict[str, str] = {}
     for obj in tree.values():
         for value in images(obj):
-            repo, sep, tag = value.partition("@") if "@" in value else value.rpartition(":")
-            found[repo or value] = tag or value
+            repo, tag, digest = image_parts(value)
+            found[repo] = "@".join(part for part in (tag, digest) if part) or value
     return found
 
 

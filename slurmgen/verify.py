@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from .rendered import RenderedCluster, images
+from .rendered import RenderedCluster, image_parts, images
 from .secrets_scan import scan_rendered
 from .catalog.catalog import InstanceType, load_catalog
 from .consistency import check_placement
@@ -67,9 +67,8 @@ def policy_problems(cluster: RenderedCluster) -> Iterator[str]:
         for finding in scan_rendered(obj):  # backstop: the spec's own scan names the field and the fix
             yield f"{where}: {finding}, which would land in git; keep it in a Secret and reference it"
         for image in images(obj):
-            name = image.split("@")[0]
-            tag = name.rsplit(":", 1)[1] if ":" in name.rsplit("/", 1)[-1] else None
-            if "@sha256:" not in image and (tag is None or tag == "latest"):
+            _, tag, digest = image_parts(image)
+            if not (digest or "").startswith("sha256:") and tag in (None, "latest"):
                 yield f"{where}: image {image!r} is not pinned to a tag or digest"
 
 

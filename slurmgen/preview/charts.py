@@ -16,7 +16,6 @@ synth never loads its 80 MB native library.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -26,6 +25,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from ..cache import user_cache_root
 from .placement import helm_merge
 
 Obj = dict[str, Any]
@@ -91,7 +91,8 @@ def _norm(version: str) -> str:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "slurmgen" / "charts"
+    """Downloaded chart archives, beside the render cache."""
+    return user_cache_root() / "charts"
 
 
 @dataclass

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..rendered import RenderedCluster, images
+from ..rendered import RenderedCluster, image_parts, images
 from .charts import ChartRender
 from .placement import lands_on, node_labels
 
@@ -233,13 +233,11 @@ def image_problems(cluster: RenderedCluster, renders: list[ChartRender]) -> list
     for app, _ns, obj in all_objects(cluster, renders):
         for image in images(obj):
             where = f"{name}/{app}: {label(obj)}: image {image}"
-            ref = image.split("@", 1)
-            if len(ref) == 2:
-                if not ref[1].startswith("sha256:"):
+            _, tag, digest = image_parts(image)
+            if digest is not None:
+                if not digest.startswith("sha256:"):
                     problems.add(f"{where}: a digest must be sha256:…")
             else:
-                last = image.rsplit("/", 1)[-1]
-                tag = last.split(":", 1)[1] if ":" in last else ""
                 if not tag or tag == "latest":
                     problems.add(f"{where}: not pinned (no tag or digest, or latest)")
             match = ECR.match(image)

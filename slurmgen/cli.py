@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
 
     # Imported here so `--help` and argument errors stay instant (cdk8s starts a Node.js process).
-    from .pipeline import InputError, run
+    from .pipeline import InputError, Stopwatch, run
 
     try:
         result = run(spec_paths, crd_dir=args.crd_dir, use_cache=not args.no_cache,
@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in orphans:
             print(f"warning: {_orphan_line(out, name)}", file=sys.stderr)
     if args.timings:
-        for line in result.timing_lines():
+        for line in Stopwatch(result.timings).lines():
             print(line, file=sys.stderr)
     return 0
 

@@ -104,7 +104,7 @@ def render_share(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: P
     from .catalog.catalog import load_catalog
 
     catalog = _CATALOGS.pop(site_csv, None) or load_catalog(site_csv)
-    timings = pipeline.Result(clusters=())
+    timings = pipeline.Stopwatch()
     out: list[Rendered] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="slurmgen-check") as pool:
         prepared = [pool.submit(verify.prepare, crd_dir, v) for v in sorted({s.aws.kubernetes_version for s in specs})]

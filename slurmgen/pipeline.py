@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -33,10 +33,32 @@ class InputError(Exception):
         super().__init__("\n".join(self.lines))
 
 
+@dataclass
+class Stopwatch:
+    """Seconds per step of a run, summed when a step runs several times (checks run per cluster).
+
+    The dict is shared on purpose: the caller's Result, a worker's report and the CLI's write step
+    add to the same one, in the order the steps first ran."""
+
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timer(self, step: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[step] = self.timings.get(step, 0.0) + time.perf_counter() - start
+
+    def lines(self) -> list[str]:
+        total = sum(self.timings.values()) or 1.0
+        return [f"{step:>10}: {secs * 1000:8.1f} ms ({secs / total:5.1%})" for step, secs in self.timings.items()]
+
+
 @dataclass(frozen=True)
 class Result:
     clusters: tuple[RenderedCluster, ...]
-    timings: dict[str, float] = field(default_factory=dict)  # step -> seconds, in run order
+    timings: dict[str, float] = field(default_factory=dict)  # step -> seconds, in run order (a Stopwatch's)
     rendered_texts: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> path -> YAML
     catalog: Mapping[str, InstanceType] | None = None  # the one the specs were checked and rendered with
     bases: dict[Path, dict] = field(default_factory=dict)  # out/<cluster> -> its objects, read once
@@ -66,17 +88,9 @@ class Result:
         except (OSError, UnicodeDecodeError):  # unreadable: judged and replaced as a changed tree
             return False
 
-    @contextmanager
-    def timer(self, step: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings[step] = self.timings.get(step, 0.0) + time.perf_counter() - start
-
-    def timing_lines(self) -> list[str]:
-        total = sum(self.timings.values()) or 1.0
-        return [f"{step:>10}: {secs * 1000:8.1f} ms ({secs / total:5.1%})" for step, secs in self.timings.items()]
+    def timer(self, step: str) -> AbstractContextManager[None]:
+        """Time a later step of the same run (the CLI's write) into these timings."""
+        return Stopwatch(self.timings).timer(step)
 
     @property
     def object_count(self) -> int:
@@ -184,7 +198,7 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
     """
     if not spec_paths:
         raise InputError(["no spec files: add clusters/<name>.yaml or pass --spec FILE"])
-    result = Result(clusters=())
+    result = Stopwatch()
     own_catalog = catalog is None
     use_cache = use_cache and own_catalog and crd_dir is None
     # Starting cdk8s (a Node.js process loading its assemblies) and building the validators is
@@ -295,7 +309,7 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
                   cached=frozenset(cached))
 
 
-def _check(cluster: RenderedCluster, crd_dir: Path | None, prepared: list, result: Result,
+def _check(cluster: RenderedCluster, crd_dir: Path | None, prepared: list, result: Stopwatch,
            catalog: Mapping[str, InstanceType]) -> tuple[list[str], dict[str, str]]:
     """Checks, schema validation and YAML of one cluster: (problems, path -> text)."""
     for job in prepared:

@@ -11,8 +11,9 @@ clusters, one process): 7.3 s -> 6.0 s wall, 317 MB -> 240 MB peak.
 This replaces a private method (`_NodeProcess.start`), so it is applied only to the jsii version
 it was read against (`JSII_VERSION`, pinned in requirements.txt; tests/test_jsii_channel.py fails
 when the two part); any other version, a JSII_RUNTIME of the user's, or `SLURMGEN_JSII_RELAY=1`
-keeps the stock runtime. `install()` runs when the chart packages are imported, right before cdk8s
-starts the kernel, so a run that renders nothing (a warm cache) never imports jsii.
+keeps the stock runtime. `install()` runs at `import slurmgen` but imports nothing: it applies the
+change when jsii's process module is first imported (by cdk8s, in whatever order a module imports
+things), so a run that renders nothing (a warm cache) never loads jsii.
 
 One difference on purpose: the relay passed JavaScript's console.log to Python's stdout; here all
 of the kernel's console output goes to our stderr, so our stdout holds only what we print
@@ -24,6 +25,8 @@ from __future__ import annotations
 import atexit
 import codecs
 import errno
+import importlib.abc
+import importlib.machinery
 import io
 import os
 import shutil
@@ -32,9 +35,12 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Sequence
 
 JSII_VERSION = "1.142.0"
+#: jsii's module that defines `_NodeProcess`.
+TARGET = "jsii._kernel.providers.process"
 #: Node flags for the kernel. jsii passes the first; a 2 MB young generation keeps a long render's
 #: Node at ~110 MB instead of ~170 MB at no measured cost in time (bench, 40 clusters).
 NODE_FLAGS = ("--max-old-space-size=4069", "--max-semi-space-size=2")
@@ -43,12 +49,16 @@ NODE_FLAGS = ("--max-old-space-size=4069", "--max-semi-space-size=2")
 EXEC = 'exec "$0" "$@" 3<&0 </dev/null 1>&2'
 
 
-def wanted() -> bool:
-    """Whether to start the kernel directly: no opt-out, no runtime of the user's, a shell, and the
-    jsii version this was read against."""
+def _allowed() -> bool:
+    """No opt-out, no kernel runtime of the user's, and a shell to start the kernel with."""
     if os.environ.get("SLURMGEN_JSII_RELAY") == "1" or os.environ.get("JSII_RUNTIME"):
         return False
-    if shutil.which("sh") is None:
+    return shutil.which("sh") is not None
+
+
+def wanted() -> bool:
+    """Whether to start the kernel directly: allowed, and the jsii version this was read against."""
+    if not _allowed():
         return False
     try:
         import jsii
@@ -114,12 +124,10 @@ def _start(self: Any) -> None:
                            "its own message, if any, is above") from None
 
 
-def install() -> bool:
-    """Start jsii's kernel directly from now on (before `import cdk8s`); False if stock jsii stays."""
+def _patch(process: ModuleType) -> bool:
+    """Replace `_NodeProcess.start`/`stop` in jsii's process module (the pinned jsii only)."""
     if not wanted():
         return False
-    from jsii._kernel.providers import process
-
     node_process = process._NodeProcess
     if getattr(node_process.start, "__module__", None) == __name__:
         return True
@@ -139,3 +147,36 @@ def install() -> bool:
     setattr(node_process, "start", _start)  # noqa: B010 - replacing a method of jsii's class on purpose
     setattr(node_process, "stop", stop)  # noqa: B010
     return True
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Finds jsii's process module as usual, and patches it right after it has run."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None,
+                  ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != TARGET:
+            return None
+        sys.meta_path.remove(self)  # once
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        loader = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run_module = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run_module(module)
+            _patch(module)
+
+        setattr(loader, "exec_module", exec_module)  # noqa: B010 - this one loader, this one module
+        return spec
+
+
+def install() -> None:
+    """Start jsii's kernel directly from its first start on; call it before `import cdk8s`."""
+    if not _allowed():
+        return
+    loaded = sys.modules.get(TARGET)
+    if loaded is not None:
+        _patch(loaded)
+    elif not any(isinstance(finder, _PatchOnImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _PatchOnImport())

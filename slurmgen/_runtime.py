@@ -2,13 +2,15 @@
 
 jsii reads the environment when its kernel starts (the first `import cdk8s`), so this must run
 first. Using the wheel's Node 24 means nothing depends on the machine's own Node and jsii prints
-no end-of-life banner. The chart packages start the kernel without jsii's relay (_jsii_channel.py).
+no end-of-life banner. The kernel is then started without jsii's relay (_jsii_channel.py).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from . import _jsii_channel
 
 
 def configure() -> None:
@@ -24,3 +26,4 @@ def configure() -> None:
                 os.environ["JSII_NODE"] = str(node)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
     os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+    _jsii_channel.install()  # imports nothing: takes effect when cdk8s imports jsii

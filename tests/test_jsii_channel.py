@@ -20,7 +20,7 @@ from tests.conftest import REPO
 
 KERNEL_PROBE = textwrap.dedent("""\
     import os, sys
-    import slurmgen.charts  # readies the channel, as every render does before cdk8s starts the kernel
+    import slurmgen
     import cdk8s
     from jsii._runtime import kernel
     app = cdk8s.App()
@@ -162,10 +162,29 @@ def test_a_missing_node_is_named_like_stock_jsii_names_it():
     assert "JSONDecodeError" not in run.stderr
 
 
+@needs_proc
+@pytest.mark.parametrize("module", ["slurmgen.build", "slurmgen.parallel", "slurmgen.charts.login"])
+def test_every_render_path_gets_the_direct_kernel(module):
+    # GIVEN a fresh interpreter importing a module that renders (each imports cdk8s in its own order)
+    code = textwrap.dedent(f"""\
+        import importlib
+        importlib.import_module({module!r})
+        import cdk8s
+        from jsii._runtime import kernel
+        print(open(f"/proc/{{kernel.provider._process._process.pid}}/cmdline").read().replace(chr(0), " "))
+        """)
+    # WHEN cdk8s has started jsii's kernel
+    run = run_python(code)
+    # THEN it is program.js with our flags, not jsii's relay
+    assert run.returncode == 0, run.stderr
+    assert "lib/program.js" in run.stdout and "--max-semi-space-size=2" in run.stdout
+    assert "jsii-runtime.js" not in run.stdout
+
+
 def test_importing_slurmgen_does_not_import_jsii():
     # GIVEN a fresh interpreter, WHEN it imports the package and the CLI (a warm-cache run needs no more)
     run = run_python("import sys, slurmgen, slurmgen.cli, slurmgen.pipeline; print('jsii' in sys.modules)")
-    # THEN jsii is not loaded: installing the channel waits for the charts
+    # THEN jsii is not loaded: the channel takes effect when cdk8s imports it
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "False"
 

@@ -274,22 +274,23 @@ def _split(it: InstanceType, alloc: Allocatable, reserve: DaemonSetReserve, pods
     cpu_m = free_cpu_m // pods // CPU_GRANULARITY_M * CPU_GRANULARITY_M
     memory_mi = free_memory_mi // pods
     if cpu_m < 1000:
-        where = f"split into {pods} pods leaves {cpu_m}m CPU per pod" if pods > 1 else \
-            f"leaves {cpu_m}m CPU for slurmd after the DaemonSet reserve ({reserve_cpu_m}m)"
-        raise SizingError(
-            f"{it.instance_type} {where}; Slurm needs at least one whole CPU per node"
-            + ("" if pods > 1 else "; choose a larger type"),
-            "gpusPerPod" if pods > 1 and it.has_accelerator else "instanceType",
-        )
+        raise _too_small(it, pods, f"{cpu_m}m CPU", f"{reserve_cpu_m}m", "Slurm needs at least one whole CPU per node")
     if memory_mi < MIN_SLURMD_MEMORY_MI:
-        where = f"split into {pods} pods leaves {memory_mi}Mi per pod" if pods > 1 else \
-            f"leaves {memory_mi}Mi for slurmd after the DaemonSet reserve ({reserve_memory_mi}Mi)"
-        raise SizingError(
-            f"{it.instance_type} {where}; a Slurm node needs at least {MIN_SLURMD_MEMORY_MI}Mi"
-            + ("" if pods > 1 else "; choose a larger type"),
-            "gpusPerPod" if pods > 1 and it.has_accelerator else "instanceType",
-        )
+        raise _too_small(it, pods, f"{memory_mi}Mi", f"{reserve_memory_mi}Mi",
+                         f"a Slurm node needs at least {MIN_SLURMD_MEMORY_MI}Mi")
     return cpu_m, memory_mi
+
+
+def _too_small(it: InstanceType, pods: int, left: str, reserve: str, need: str) -> SizingError:
+    """The refusal when one pod's share (`left`) is below what a Slurm node needs: the node split
+    into `pods` pods (then gpusPerPod is the fix on a GPU type), or the reserve took the rest."""
+    where = f"split into {pods} pods leaves {left} per pod" if pods > 1 else \
+        f"leaves {left} for slurmd after the DaemonSet reserve ({reserve})"
+    return SizingError(
+        f"{it.instance_type} {where}; {need}"
+        + ("" if pods > 1 else "; choose a larger type"),
+        "gpusPerPod" if pods > 1 and it.has_accelerator else "instanceType",
+    )
 
 
 def pod_resources(

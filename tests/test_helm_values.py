@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
+from slurmgen.preview.proofs import leaf_paths
 from slurmgen.spec.loader import merge
 from tests.conftest import CHARTS, SHARED, need_shared
 from tests.scheduling import UNVENDORED, pinned_defaults
@@ -20,14 +21,6 @@ def helm_apps(rendered) -> Iterator[tuple[str, dict[str, Any]]]:
         for rel, obj in cluster.files.items():
             if obj["kind"] == "Application" and "chart" in obj["spec"]["source"]:
                 yield f"{cluster.spec.name}/{rel}", obj["spec"]["source"]
-
-
-def leaf_paths(values: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    if isinstance(values, dict) and values:
-        for key, sub in values.items():
-            yield from leaf_paths(sub, (*prefix, key))
-    else:
-        yield prefix
 
 
 # Maps whose keys are data (label names), not chart settings.

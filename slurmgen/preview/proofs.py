@@ -279,10 +279,11 @@ def _in_schema(schema: Any, path: tuple[str, ...]) -> bool:
     return True
 
 
-def _leaves(values: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+def leaf_paths(values: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """The key path of every leaf of a Helm values tree (an empty mapping counts as a leaf)."""
     if isinstance(values, dict) and values:
         for key, sub in values.items():
-            yield from _leaves(sub, (*prefix, key))
+            yield from leaf_paths(sub, (*prefix, key))
     else:
         yield prefix
 
@@ -292,7 +293,7 @@ def values_problems(cluster: RenderedCluster, renders: list[ChartRender]) -> lis
     problems = []
     for r in renders:
         where = f"{cluster.spec.name}/{r.source.application}: valuesObject"
-        for path in _leaves(r.source.values):
+        for path in leaf_paths(r.source.values):
             if path and not _key_exists(r.defaults, r.schema, path):
                 problems.append(f"{where}.{'.'.join(path)}: no such key in chart {r.source.chart} {r.source.version} "
                                 "(values.yaml, values.schema.json): Helm would ignore it")

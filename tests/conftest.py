@@ -29,6 +29,15 @@ partitions: [{name: gpu, nodesets: [gpu]}]
 """
 
 
+def assert_golden(text: str, golden: Path) -> None:
+    """`text` is the reviewed file `golden`; with SLURMGEN_UPDATE_GOLDEN=1 the file is rewritten
+    instead (review its diff before committing)."""
+    if os.environ.get("SLURMGEN_UPDATE_GOLDEN"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(text)
+    assert text == golden.read_text()
+
+
 def need_shared(path: Path) -> Path:
     """`path` (under ../shared) for an optional deep test; skip with the reason when it is absent.
 

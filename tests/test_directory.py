@@ -11,7 +11,6 @@ an intended change with SLURMGEN_UPDATE_GOLDEN=1 and review the diff.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import yaml
 from slurmgen.charts.directory import COMMON_SESSION_PAM
 from slurmgen.pipeline import run
 from slurmgen.spec import parse_text
-from tests.conftest import MINIMAL_SPEC
+from tests.conftest import MINIMAL_SPEC, assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "directory"
 PASSWORD_PLACEHOLDER = "ldap_default_authtok = {{ .bindPassword }}"
@@ -99,11 +98,7 @@ def of_kind(files, kind):
 def test_sssd_conf_is_the_reviewed_file(clusters, cluster):
     # GIVEN a directory spec WHEN rendered THEN the sssd.conf template is the reviewed golden file
     text = sssd_conf(clusters[cluster])
-    golden = GOLDEN / f"{cluster}.sssd.conf"
-    if os.environ.get("SLURMGEN_UPDATE_GOLDEN"):
-        golden.parent.mkdir(exist_ok=True)
-        golden.write_text(text)
-    assert text == golden.read_text()
+    assert_golden(text, GOLDEN / f"{cluster}.sssd.conf")
 
 
 def test_ldap_and_ad_differ_where_the_directories_do(clusters):

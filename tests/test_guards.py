@@ -73,16 +73,9 @@ def test_harmless_changes_pass(tmp_path, rendered_example):
     ("Accounting", ("spec", "jwtHs256KeyRef"), {"name": "a", "key": "k"}, {"name": "b", "key": "k"}),
 ])
 def test_immutable_field_table(kind, path, old, new):
-    def obj(value):
-        body: dict = {}
-        node = body
-        for key in path[:-1]:
-            node = node.setdefault(key, {})
-        node[path[-1]] = value
-        return {"apiVersion": "v1", "kind": kind, "metadata": {"name": "x", "namespace": "ns"}, **body}
-    [change] = destructive_changes("c", [obj(old)], [obj(new)])
+    [change] = destructive_changes("c", [_sized(kind, path, old)], [_sized(kind, path, new)])
     assert change.key == f"{kind}/x" and ".".join(path) in change.what
-    assert destructive_changes("c", [obj(old)], [obj(old)]) == []
+    assert destructive_changes("c", [_sized(kind, path, old)], [_sized(kind, path, old)]) == []
 
 
 def test_a_cluster_folder_without_spec_is_reported_not_deleted(tmp_path, capsys):
@@ -106,7 +99,8 @@ def test_missing_crd_schemas_fail_plainly(tmp_path, capsys):
     assert main(["--spec", str(EXAMPLE), "--out", str(tmp_path), "--check", "--crd-dir", str(tmp_path / "none")]) == 2
 
 
-def _sized(kind: str, path: tuple[str, ...], value: str) -> dict:
+def _sized(kind: str, path: tuple[str, ...], value: object) -> dict:
+    """A minimal object of `kind` whose only field is `value` at `path`."""
     body: dict = {}
     node = body
     for key in path[:-1]:

@@ -9,7 +9,6 @@ intended change with SLURMGEN_UPDATE_GOLDEN=1 (and review the diff against the G
 from __future__ import annotations
 
 import copy
-import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from slurmgen.cli import main
 from slurmgen.slurmconf import checks
 from slurmgen.slurmconf.checks import blocking, prune_waves, sync_states, wave_problems
 from slurmgen.slurmconf.operator import effective, merged_config, slurmd_conf
-from tests.conftest import EXAMPLES, REPO
+from tests.conftest import EXAMPLES, REPO, assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "slurmconf"
 CLUSTERS = sorted(p.stem for p in EXAMPLES)
@@ -47,11 +46,7 @@ def without_our_nodeset_lines(tree: dict) -> dict:
 def test_slurm_conf_matches_the_reviewed_golden_file(rendered, cluster):
     # GIVEN a shipped example WHEN its effective slurm.conf is assembled THEN it is the reviewed file
     text = effective(rendered[cluster].files).files["slurm.conf"]
-    golden = GOLDEN / f"{cluster}.conf"
-    if os.environ.get("SLURMGEN_UPDATE_GOLDEN"):
-        golden.parent.mkdir(exist_ok=True)
-        golden.write_text(text)
-    assert text == golden.read_text()
+    assert_golden(text, GOLDEN / f"{cluster}.conf")
 
 
 def test_operator_keys_come_first_then_nodesets_then_our_extra_conf(rendered):

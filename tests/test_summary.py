@@ -6,7 +6,6 @@ Regenerate the golden files after an intended change with SLURMGEN_UPDATE_GOLDEN
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from slurmgen.cli import main
-from tests.conftest import REPO
+from tests.conftest import REPO, assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "summary"
 
@@ -68,10 +67,7 @@ def no_chart_source(monkeypatch, tmp_path):
 def test_summary_matches_golden(case, tmp_path, capsys):
     spec_name, edits = CASES[case]
     summary = render_summary(tmp_path, spec_name, edits, capsys)
-    golden = GOLDEN / f"{case}.md"
-    if os.environ.get("SLURMGEN_UPDATE_GOLDEN"):
-        golden.write_text(summary)
-    assert summary == golden.read_text()
+    assert_golden(summary, GOLDEN / f"{case}.md")
 
 
 def test_summary_headlines(tmp_path, capsys):

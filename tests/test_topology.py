@@ -6,7 +6,6 @@ The labeler's functions are pure (nodes in, annotation values out), so they are 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import yaml
@@ -14,6 +13,7 @@ import yaml
 from slurmgen import topology_labeler as lab
 from slurmgen.charts.slurm_cluster import CONFIG_FILES_HASH
 from slurmgen.spec import parse_text
+from tests.conftest import assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "topology" / "training.yaml"
 REPO = Path(__file__).resolve().parent.parent
@@ -26,10 +26,7 @@ def _obj(rendered, path):
 def test_training_topology_yaml_matches_golden(rendered):
     # GIVEN the training example WHEN rendered THEN topology.yaml is the reviewed file
     text = _obj(rendered, "slurm/configmap-slurm-topology-conf.yaml")["data"]["topology.yaml"]
-    if os.environ.get("SLURMGEN_UPDATE_GOLDEN"):
-        GOLDEN.parent.mkdir(exist_ok=True)
-        GOLDEN.write_text(text)
-    assert text == GOLDEN.read_text()
+    assert_golden(text, GOLDEN)
     doc = yaml.safe_load(text)
     # AND flat is the only cluster default, tree has its declared root, the Capacity Block partition has slots
     assert [t["topology"] for t in doc if t["cluster_default"]] == ["flat"]

@@ -56,15 +56,18 @@ def _allowed() -> bool:
     return shutil.which("sh") is not None
 
 
-def wanted() -> bool:
-    """Whether to start the kernel directly: allowed, and the jsii version this was read against."""
-    if not _allowed():
-        return False
+def _pinned() -> bool:
+    """Whether the installed jsii is the version this was read against."""
     try:
         import jsii
     except ImportError:
         return False
     return getattr(jsii, "__version__", None) == JSII_VERSION
+
+
+def wanted() -> bool:
+    """Whether to start the kernel directly: allowed, and the jsii version this was read against."""
+    return _allowed() and _pinned()
 
 
 def forward(stream: io.BufferedReader) -> None:
@@ -125,8 +128,9 @@ def _start(self: Any) -> None:
 
 
 def _patch(process: ModuleType) -> bool:
-    """Replace `_NodeProcess.start`/`stop` in jsii's process module (the pinned jsii only)."""
-    if not wanted():
+    """Replace `_NodeProcess.start`/`stop` in jsii's process module (the pinned jsii only; `install`
+    has checked the rest)."""
+    if not _pinned():
         return False
     node_process = process._NodeProcess
     if getattr(node_process.start, "__module__", None) == __name__:

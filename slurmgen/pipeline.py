@@ -201,6 +201,7 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
     result = Stopwatch()
     own_catalog = catalog is None
     use_cache = use_cache and own_catalog and crd_dir is None
+    site_csv = _site_csv(spec_paths) if own_catalog else None  # in the cache key; workers load it too
     # Starting cdk8s (a Node.js process loading its assemblies) and building the validators is
     # mostly waiting or independent work: it runs beside spec loading and rendering; with the
     # cache on, unless every cluster has an entry.
@@ -208,7 +209,6 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
     if use_cache:
         with result.timer("cache"):
             shared = render_cache.generator_digest()
-            site_csv = _site_csv(spec_paths)
             options = render_cache.environment_options()
             for path in spec_paths:
                 key = render_cache.cluster_key(path, shared, site_csv, options)
@@ -219,7 +219,7 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
     likely = [p for p in spec_paths if not (str(p) in keys and render_cache.exists(p.stem, keys[str(p)]))]
     wanted = processes if processes is not None else parallel.choose_processes(len(likely))
     extra = max(0, min(wanted, len(likely)) - 1) if own_catalog else 0  # a caller's catalog stays here
-    with parallel.Workers(extra, _site_csv(spec_paths)) as workers, \
+    with parallel.Workers(extra, site_csv) as workers, \
             ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen") as pool:
         # Start cdk8s now unless every cluster has a cache entry (that is then read and checked).
         maybe_all_cached = not likely
@@ -236,7 +236,6 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         spec_data: dict[str, dict] = {}  # spec source -> the data checked now, for the cache to keep
         with result.timer("load"):
             catalog = catalog if catalog is not None else site_catalog(spec_paths)
-            site_csv = _site_csv(spec_paths) if own_catalog else None
             try:
                 specs = load_specs(spec_paths, catalog=catalog,
                                    validated={source: e.spec_data for source, e in entries.items()},

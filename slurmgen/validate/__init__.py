@@ -19,10 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jsonschema.protocols import Validator as JsonValidator
-
 from . import slinky
-from .core import DEFAULT_KUBERNETES_VERSION, OBJECT_META, CoreSchemas, Issue, PathPart
+from .core import DEFAULT_KUBERNETES_VERSION, OBJECT_META, CoreSchemas, Issue, PathPart, Schema
 from .core import SchemaUnavailable, definition_ref, schema_issues
 from .crds import CrdIndex, with_metadata
 from .vendored import VendoredCrds
@@ -71,7 +69,7 @@ class Validator:
     def __init__(self, crds: CrdIndex, core: CoreSchemas) -> None:
         self.crds = crds
         self.core = core
-        self._routes: dict[tuple[str, str], JsonValidator | str] = {}
+        self._routes: dict[tuple[str, str], Schema | str] = {}
 
     @classmethod
     def create(
@@ -127,7 +125,7 @@ class Validator:
         """The problems of every object, in input order."""
         return [problem for obj in objs for problem in self.validate(obj)]
 
-    def _route(self, api_version: str, kind: str) -> JsonValidator | str:
+    def _route(self, api_version: str, kind: str) -> Schema | str:
         """The validator for an apiVersion/kind, or a message saying why there is none."""
         key = (api_version, kind)
         route = self._routes.get(key)
@@ -136,7 +134,7 @@ class Validator:
             self._routes[key] = route
         return route
 
-    def _build_route(self, api_version: str, kind: str) -> JsonValidator | str:
+    def _build_route(self, api_version: str, kind: str) -> Schema | str:
         crd = self.crds.get(api_version, kind)
         if crd is not None:
             schema = with_metadata(self.crds.strict_body(crd), definition_ref(OBJECT_META))

@@ -10,6 +10,11 @@ definitions as `_definitions.json#/$defs/<name>` (checked for 1.34: they differ 
 `enum` on apiVersion/kind and by `$ref` spelling), so kinds are indexed straight from the
 definitions' `x-kubernetes-group-version-kind`, which also avoids guessing file names.
 
+Every schema is compiled twice (`Schema`): jsonschema-rs, a compiled validator about 50x
+faster, answers "valid?" first; jsonschema judges every object that answer does not pass and
+writes the messages.  Rendered objects are almost always valid, so validation costs about
+what the fast answer costs, and every problem is still found and worded by jsonschema.
+
 This module also holds the small helpers shared by the CRD and Slinky validators:
 the format checker, and `schema_issues()` which turns jsonschema errors into
 `(path, message)` pairs.
@@ -23,10 +28,12 @@ import importlib.resources
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
 import jsonschema
+import jsonschema_rs
 from jsonschema.protocols import Validator as JsonValidator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
@@ -43,6 +50,7 @@ __all__ = [
     "PERSISTENT_VOLUME_CLAIM",
     "FORMAT_CHECKER",
     "CoreSchemas",
+    "Schema",
     "Issue",
     "PathPart",
     "SchemaUnavailable",
@@ -123,13 +131,73 @@ def _is_base64(value: object) -> bool:
     return True
 
 
+#: jsonschema-rs checks string formats with these functions (its own checks of these would differ),
+#: and other formats it knows (uri, email, ...) too, which only makes it stricter: a value it
+#: refuses is judged by jsonschema, which ignores them. It never calls a format function for a
+#: number, so int32/int64 become bounds in its copy of the schema (for_precheck).
+PRECHECK_FORMATS = {"date-time": _is_date_time, "byte": _is_base64}
+_INT_BOUNDS = {"int32": {"minimum": -(2**31), "maximum": 2**31 - 1},
+               "int64": {"minimum": -(2**63), "maximum": 2**63 - 1}}
+#: Keywords whose values are instance data, not schemas: copied as they are.
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", "example"})
+
+
+# --------------------------------------------------------------------------- two engines
+@dataclass(frozen=True, eq=False)
+class Schema:
+    """One schema, compiled for two engines: a fast pre-check and the judge.
+
+    `precheck` (jsonschema-rs) is asked first and only answers valid or not; whatever it does
+    not pass, `explain` (jsonschema) validates again and its errors are the ones reported.  The
+    pre-check is never more lenient than the judge (tests/validate/test_precheck.py mutates
+    every example object to prove it), so skipping the judge on a pass loses nothing.
+    `precheck` is None where jsonschema-rs cannot compile the schema: the judge does it all.
+    """
+
+    explain: JsonValidator
+    precheck: jsonschema_rs.Validator | None = None
+
+    def passes(self, instance: Any) -> bool:
+        """True when the pre-check finds `instance` valid; False for anything else (also when
+        it cannot read the instance, e.g. a non-string key): the judge then decides."""
+        if self.precheck is None:
+            return False
+        try:
+            return bool(self.precheck.is_valid(instance))
+        except Exception:  # any failure of the pre-check only means: ask the judge
+            return False
+
+
+def for_precheck(schema: Any) -> Any:
+    """A copy of `schema` for jsonschema-rs, checking what jsonschema checks.
+
+    - each `pattern` as the CRD spells it (`x-go-pattern`): jsonschema runs patterns with Python's
+      `re`, so CRD patterns are translated for it (crds.go_pattern: Go's `$` and `\\z` become
+      `\\Z`); jsonschema-rs runs them with Rust's regex engine, an RE2 dialect like Go's;
+    - `format: int32/int64` as bounds, added with `allOf` (kept beside any bounds of the node).
+    """
+    if isinstance(schema, dict):
+        out = {key: value if key in _DATA_KEYWORDS else for_precheck(value) for key, value in schema.items()}
+        if isinstance(schema.get("x-go-pattern"), str):
+            out["pattern"] = schema["x-go-pattern"]
+        bounds = _INT_BOUNDS.get(schema["format"]) if isinstance(schema.get("format"), str) else None
+        if bounds is not None:
+            out["allOf"] = [*out.get("allOf", ()), bounds]
+        return out
+    if isinstance(schema, list):
+        return [for_precheck(value) for value in schema]
+    return schema
+
+
 # --------------------------------------------------------------------------- errors -> issues
 def schema_issues(
-    validator: JsonValidator, instance: Any, prefix: tuple[PathPart, ...] = ()
+    schema: Schema, instance: Any, prefix: tuple[PathPart, ...] = ()
 ) -> list[Issue]:
     """All errors of `instance`, with one issue per unexpected field (so the path names it)."""
+    if schema.passes(instance):
+        return []
     issues: list[Issue] = []
-    for error in validator.iter_errors(instance):
+    for error in schema.explain.iter_errors(instance):
         path = prefix + tuple(error.absolute_path)
         if error.validator == "additionalProperties" and error.validator_value is False:
             extras = _unexpected_fields(error.instance, error.schema)
@@ -222,9 +290,13 @@ def _without_required(schema: Mapping[str, Any], field: str) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- schemas
 class CoreSchemas:
-    """The strict core schemas of one Kubernetes version, loaded once, validators cached."""
+    """The strict core schemas of one Kubernetes version, loaded once, validators cached.
 
-    def __init__(self, kubernetes_version: str = DEFAULT_KUBERNETES_VERSION) -> None:
+    `precheck=False` compiles every schema for jsonschema only (each object is then validated
+    by the judge alone: slower, same findings; used by the tests that prove that).
+    """
+
+    def __init__(self, kubernetes_version: str = DEFAULT_KUBERNETES_VERSION, *, precheck: bool = True) -> None:
         self.version = _resolve_version(kubernetes_version)
         self.path = _strict_dir(self.version) / "_definitions.json"
         with self.path.open(encoding="utf-8") as handle:
@@ -237,9 +309,12 @@ class CoreSchemas:
         )
         self._definitions = definitions
         self._kinds = _index_kinds(definitions)
-        self._validators: dict[str, JsonValidator] = {}
+        self._validators: dict[str, Schema] = {}
+        # The same documents for jsonschema-rs (~10 ms to convert, so only when first needed).
+        self._document = document if precheck else None
+        self._precheck_registry: jsonschema_rs.Registry | None = None
 
-    def definition(self, name: str) -> JsonValidator:
+    def definition(self, name: str) -> Schema:
         """A cached strict validator for one definition, e.g. `io.k8s.api.core.v1.PodSpec`."""
         validator = self._validators.get(name)
         if validator is None:
@@ -249,37 +324,52 @@ class CoreSchemas:
             self._validators[name] = validator
         return validator
 
-    def validator_for(self, schema: Mapping[str, Any]) -> JsonValidator:
+    def validator_for(self, schema: Mapping[str, Any]) -> Schema:
         """A validator for any schema that may `$ref` the core definitions (used for CRDs)."""
-        return jsonschema.Draft202012Validator(
+        explain = jsonschema.Draft202012Validator(
             schema, registry=self.registry, format_checker=FORMAT_CHECKER
         )
+        return Schema(explain, self._precheck(schema))
 
-    def kind(self, api_version: str, kind: str) -> JsonValidator | None:
+    def _precheck(self, schema: Mapping[str, Any]) -> jsonschema_rs.Validator | None:
+        """The jsonschema-rs validator of `schema`, or None (pre-check off, or a schema it refuses)."""
+        if self._document is None:
+            return None
+        try:
+            if self._precheck_registry is None:
+                self._precheck_registry = jsonschema_rs.Registry([(DEFINITIONS_URI, for_precheck(self._document))])
+            return jsonschema_rs.Draft202012Validator(
+                for_precheck(schema), registry=self._precheck_registry, validate_formats=True,
+                formats=PRECHECK_FORMATS,
+            )
+        except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError):
+            return None  # e.g. a pattern Rust's regex does not take: jsonschema alone judges
+
+    def kind(self, api_version: str, kind: str) -> Schema | None:
         """The validator of a top-level kind such as (`apps/v1`, `Deployment`), or None."""
         name = self._kinds.get((api_version, kind))
         return None if name is None else self.definition(name)
 
     # The sub-schemas Slinky's schemaless wrappers are checked against.
     @property
-    def container(self) -> JsonValidator:
+    def container(self) -> Schema:
         return self.definition(CONTAINER)
 
     @property
-    def container_unnamed(self) -> JsonValidator:
+    def container_unnamed(self) -> Schema:
         return self.definition(CONTAINER_UNNAMED)
 
     @property
-    def pod_spec(self) -> JsonValidator:
+    def pod_spec(self) -> Schema:
         """PodSpec with `containers` optional (Slinky's `template.spec` carries none)."""
         return self.definition(POD_SPEC_NO_CONTAINERS)
 
     @property
-    def service_spec(self) -> JsonValidator:
+    def service_spec(self) -> Schema:
         return self.definition(SERVICE_SPEC)
 
     @property
-    def persistent_volume_claim(self) -> JsonValidator:
+    def persistent_volume_claim(self) -> Schema:
         return self.definition(PERSISTENT_VOLUME_CLAIM)
 
 

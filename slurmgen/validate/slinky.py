@@ -22,9 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jsonschema.protocols import Validator as JsonValidator
-
-from .core import CoreSchemas, Issue, schema_issues
+from .core import CoreSchemas, Issue, Schema, schema_issues
 
 __all__ = ["GROUP", "VERSION", "WRAPPERS", "check"]
 
@@ -82,12 +80,12 @@ def _check_wrapper(
 
 
 def _check_nested(
-    spec: Mapping[str, Any], keys: tuple[str, str], validator: JsonValidator
+    spec: Mapping[str, Any], keys: tuple[str, str], schema: Schema
 ) -> list[Issue]:
     outer = spec.get(keys[0])
     if not isinstance(outer, Mapping) or outer.get(keys[1]) is None:
         return []
-    return schema_issues(validator, outer[keys[1]], ("spec", *keys))
+    return schema_issues(schema, outer[keys[1]], ("spec", *keys))
 
 
 def _check_claim_templates(templates: Any, core: CoreSchemas) -> list[Issue]:

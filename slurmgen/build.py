@@ -1,6 +1,6 @@
 """Model -> cdk8s constructs -> plain objects, per cluster and per output file.
 
-Each cluster gets its own cdk8s App (see render_each); nothing is synthesized to disk here. The result maps
+Each cluster gets its own cdk8s App (see render_one); nothing is synthesized to disk here. The result maps
 `<unit>/<kind>-<name>.yaml` to the object, so the writer and the checks never touch cdk8s.
 """
 
@@ -70,14 +70,18 @@ def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceTy
     return RenderedCluster(spec=spec, plans=plans, files=_files(charts))
 
 
+def render_one(spec: ClusterSpec, catalog: Mapping[str, InstanceType]) -> RenderedCluster:
+    """One cluster in an App of its own: each Chart.to_json() resolves dependencies and validates
+    its whole App, so a shared App made a fleet's render quadratic in its size."""
+    return render_cluster(App(), spec, catalog)
+
+
 def render_each(specs: Iterable[ClusterSpec],
                 catalog: Mapping[str, InstanceType] | None = None) -> Iterator[RenderedCluster]:
     """Render cluster after cluster, in name order, so checking one can overlap rendering the next."""
     catalog = catalog if catalog is not None else load_catalog()
     for spec in sorted(specs, key=lambda s: s.name):
-        # One App per cluster: each Chart.to_json() resolves dependencies and validates its whole
-        # App, so a shared App made a fleet's render quadratic in its size.
-        yield render_cluster(App(), spec, catalog)
+        yield render_one(spec, catalog)
 
 
 def render(specs: Iterable[ClusterSpec], catalog: Mapping[str, InstanceType] | None = None) -> list[RenderedCluster]:

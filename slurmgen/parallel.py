@@ -4,10 +4,12 @@ Why: rendering is mostly jsii round trips to one Node process, so one process re
 object at a time. Clusters are independent (explicit names, one cdk8s App per cluster, checks per
 cluster), so a fleet renders on several CPUs at once. Workers are started with `spawn`: jsii's Node
 child process and its socket must never be forked mid-use. Each worker starts before the specs are
-loaded (Workers), loads the catalog itself (it is not picklable), renders its share, runs the
-per-cluster checks, validation and YAML, and returns
-plain data; the caller keeps its own spec objects and merges results by cluster name, so the output
-is the same bytes whatever the number of workers (tests/test_parallel.py).
+loaded (Workers) and loads the catalog itself (it is not picklable). Then the caller and the
+workers take clusters one at a time from one shared list (Claims, heaviest first), so a worker
+that started late, or a cluster that costs more, never leaves one process waiting for another:
+the work ends at most one cluster apart. Each renders, checks, validates and dumps what it took
+and returns plain data; the caller keeps its own spec objects and merges results by cluster
+name, so the output is the same bytes whoever rendered what (tests/test_parallel.py).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import os
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .plan import NodeSetPlan
 from .spec import ClusterSpec
@@ -74,32 +76,60 @@ def weight(spec: ClusterSpec) -> int:
     return 8 + len(spec.nodesets)
 
 
-def split(specs: Sequence[ClusterSpec], parts: int) -> list[list[ClusterSpec]]:
-    """Deal clusters into `parts` shares of similar cost (heaviest first to the lightest share)."""
-    shares: list[list[ClusterSpec]] = [[] for _ in range(parts)]
-    loads = [0] * parts
-    for spec in sorted(specs, key=lambda s: (-weight(s), s.name)):
-        i = loads.index(min(loads))
-        shares[i].append(spec)
-        loads[i] += weight(spec)
-    return [sorted(s, key=lambda s: s.name) for s in shares if s]
+def claim_order(specs: Sequence[ClusterSpec]) -> list[ClusterSpec]:
+    """The order clusters are taken in: heaviest first (the last ones taken are the quick ones, so
+    the processes finish close together), then by name."""
+    return sorted(specs, key=lambda s: (-weight(s), s.name))
+
+
+class Claims:
+    """Which cluster of one list each process renders next: a counter shared by the processes.
+
+    A process takes the next index until none is left; each index is taken by exactly one process.
+    """
+
+    def __init__(self, context: Any | None) -> None:
+        # With no worker there is nobody to share with: a plain counter (no shared memory, no lock).
+        self._shared = context.Value("i", 0) if context is not None else None
+        self._local = 0
+
+    def take(self) -> int:
+        if self._shared is None:
+            self._local += 1
+            return self._local - 1
+        with self._shared.get_lock():
+            index = int(self._shared.value)
+            self._shared.value = index + 1
+        return index
+
+    def each(self, specs: Sequence[ClusterSpec]) -> Iterator[ClusterSpec]:
+        """The specs this process takes, one at a time, until all are taken."""
+        while (index := self.take()) < len(specs):
+            yield specs[index]
 
 
 #: This worker's catalog, loaded by warm_up while the caller loads the specs (site CSV -> catalog).
 _CATALOGS: dict[Path | None, Any] = {}
+#: The counter shared with the caller and the other workers (set when the process starts).
+_CLAIMS: list[Claims] = []
+
+
+def _adopt(claims: Claims) -> None:
+    """Worker initializer: the shared counter can only be handed over when the process starts."""
+    _CLAIMS[:] = [claims]
 
 
 def warm_up(site_csv: Path | None) -> None:
     """Start this worker's jsii kernel (importing cdk8s) and load its catalog: ~0.5 s that overlaps
-    the caller's own start and spec loading instead of delaying the worker's share."""
+    the caller's own start and spec loading instead of delaying the worker's first cluster."""
     from . import build  # noqa: F401  (imports cdk8s, which starts the kernel)
     from .catalog.catalog import load_catalog
 
     _CATALOGS[site_csv] = load_catalog(site_csv)
 
 
-def render_share(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: Path | None) -> list[Rendered]:
-    """Render, check, validate and dump a share of clusters in this process (a worker's whole job)."""
+def render_claimed(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: Path | None) -> list[Rendered]:
+    """Render, check, validate and dump the clusters of `specs` this worker claims (its whole job)."""
     from . import build, pipeline, verify
     from .catalog.catalog import load_catalog
 
@@ -110,7 +140,8 @@ def render_share(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: P
         prepared = [pool.submit(verify.prepare, crd_dir, v) for v in sorted({s.aws.kubernetes_version for s in specs})]
         jobs: list[tuple[Any, Future]] = []
         with timings.timer("render"):
-            for cluster in build.render_each(specs, catalog):
+            for spec in _CLAIMS[0].each(specs):
+                cluster = build.render_one(spec, catalog)
                 jobs.append((cluster, pool.submit(pipeline._check, cluster, crd_dir, prepared, timings, catalog)))
         for cluster, job in jobs:
             problems, texts = job.result()
@@ -122,21 +153,25 @@ def render_share(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: P
 
 class Workers:
     """Worker processes, one single-process pool each, started (and warmed up) before the specs are
-    loaded; each later renders one share. Spawned, never forked: jsii's Node child and its socket
-    must not be shared with a copy of this process."""
+    loaded; later they and the caller take the clusters of one list (`claims`). Spawned, never
+    forked: jsii's Node child and its socket must not be shared with a copy of this process."""
 
     def __init__(self, count: int, site_csv: Path | None) -> None:
-        context = multiprocessing.get_context("spawn")
-        self.pools = [ProcessPoolExecutor(max_workers=1, mp_context=context) for _ in range(max(0, count))]
+        context = multiprocessing.get_context("spawn") if count > 0 else None
+        self.claims = Claims(context)
+        self.pools = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_adopt,
+                                          initargs=(self.claims,)) for _ in range(max(0, count))]
         for pool in self.pools:
             pool.submit(warm_up, site_csv)
 
-    def render(self, shares: Sequence[Sequence[ClusterSpec]], site_csv: Path | None,
-               crd_dir: Path | None) -> list[Future]:
-        """One share per worker (in order); workers left without a share are stopped."""
-        futures = [pool.submit(render_share, list(share), site_csv, crd_dir) for pool, share in zip(self.pools, shares, strict=False)]
-        for pool in self.pools[len(futures):]:
-            pool.shutdown(wait=False, cancel_futures=True)
+    def render(self, specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: Path | None) -> list[Future]:
+        """Set every worker taking clusters of `specs` (in claim_order; the caller takes its own with
+        `self.claims.each(specs)`); a future per worker, each with what that worker rendered. With
+        fewer clusters than processes, the workers not needed are stopped instead."""
+        busy = self.pools[:max(0, len(specs) - 1)]
+        futures = [pool.submit(render_claimed, list(specs), site_csv, crd_dir) for pool in busy]
+        for pool in self.pools[len(busy):]:
+            _stop(pool)
         return futures
 
     def __enter__(self) -> "Workers":
@@ -147,7 +182,15 @@ class Workers:
             if exc_type is not None:
                 # The run failed (a spec error, Ctrl-C, a failed check): what a worker still does is
                 # wasted, and the interpreter would wait for it at exit. Its kernel sees the end of
-                # its socket and exits too. (ProcessPoolExecutor has no public terminate before 3.14.)
-                for process in list((getattr(pool, "_processes", None) or {}).values()):
-                    process.terminate()
+                # its socket and exits too.
+                _stop(pool)
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End a worker now, whatever it is doing: also one still starting, which would otherwise read
+    the shared counter after this process dropped it (ProcessPoolExecutor has no public terminate
+    before Python 3.14)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)

@@ -259,22 +259,23 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         misses = [s for s in specs if s.name not in cached]
         if misses and builder is None:
             builder = pool.submit(importlib.import_module, "slurmgen.build")
-        # Shares for this process and the workers started above (a cache entry found unreadable
-        # renders here: no worker is started late).
-        shares = parallel.split(misses, max(1, min(1 + len(workers.pools), len(misses)))) if misses else [[]]
-        futures = workers.render(shares[1:], site_csv, crd_dir)
+        # This process and the workers started above take the clusters to render one at a time
+        # (a cache entry found unreadable renders too: no worker is started late).
+        order = parallel.claim_order(misses)
+        futures = workers.render(order, site_csv, crd_dir)
         prepared = [pool.submit(verify.prepare, crd_dir, version)
-                    for version in sorted({s.aws.kubernetes_version for s in shares[0]})]
+                    for version in sorted({s.aws.kubernetes_version for s in misses})]
         # While the main thread waits on jsii for cluster n+1, a worker checks, validates and dumps
         # cluster n (jsii's pipe reads release the GIL).
         clusters: list[RenderedCluster] = []
         jobs = []
-        if shares[0]:
+        if order:
             with result.timer("cdk8s start"):
                 # imported beside spec loading (submitted above whenever a cluster misses the cache)
                 build = builder.result() if builder is not None else importlib.import_module("slurmgen.build")
             with result.timer("render"):
-                for cluster in build.render_each(shares[0], catalog):
+                for spec in workers.claims.each(order):
+                    cluster = build.render_one(spec, catalog)
                     clusters.append(cluster)
                     jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result, catalog))
         with result.timer("finish checks"):

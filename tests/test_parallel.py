@@ -26,22 +26,60 @@ def test_one_and_several_processes_render_the_same_bytes():
     assert any(step.startswith("worker ") for step in shared.timings), "the workers really rendered"
 
 
-def test_clusters_are_dealt_into_shares_of_similar_cost():
+def test_clusters_are_taken_heaviest_first_then_by_name():
     # GIVEN four clusters of different sizes
     @dataclass
     class Spec:
         name: str
         nodesets: tuple = ()
 
-    specs = [Spec("a", (1, 2)), Spec("b"), Spec("c", (1,)), Spec("d", (1, 2, 3))]
-    # WHEN dealt into two shares
-    shares = parallel.split(specs, 2)  # type: ignore[arg-type]
-    # THEN each cluster is in exactly one share, each share in name order, loads within one cluster
-    names = sorted(s.name for share in shares for s in share)
-    assert names == ["a", "b", "c", "d"]
-    assert all([s.name for s in share] == sorted(s.name for s in share) for share in shares)
-    loads = [sum(parallel.weight(s) for s in share) for share in shares]  # type: ignore[arg-type]
-    assert max(loads) - min(loads) <= max(parallel.weight(s) for s in specs)  # type: ignore[arg-type]
+    specs = [Spec("a", (1, 2)), Spec("b"), Spec("c", (1,)), Spec("e", (1, 2)), Spec("d", (1, 2, 3))]
+    # WHEN ordered for taking / THEN the most nodesets first, ties by name
+    assert [s.name for s in parallel.claim_order(specs)] == ["d", "a", "e", "c", "b"]  # type: ignore[arg-type]
+
+
+def test_every_cluster_is_taken_exactly_once_across_processes():
+    # GIVEN a counter shared with two spawned processes that each take indexes until none is left
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    claims = parallel.Claims(context)
+    specs = list(range(400))
+    pools = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=parallel._adopt, initargs=(claims,))
+             for _ in range(2)]
+    try:
+        futures = [pool.submit(_take_all, specs) for pool in pools]
+        # WHEN this process takes too
+        mine = list(claims.each(specs))  # type: ignore[arg-type]
+        theirs = [i for f in futures for i in f.result(timeout=60)]
+    finally:
+        for pool in pools:
+            pool.shutdown()
+    # THEN each index went to exactly one process
+    assert sorted(mine + theirs) == specs
+
+
+def _take_all(specs: list) -> list:
+    return list(parallel._CLAIMS[0].each(specs))
+
+
+def test_a_worker_renders_the_same_bytes_as_this_process():
+    # GIVEN the example clusters rendered here alone
+    from slurmgen.catalog.catalog import load_catalog
+    from slurmgen.spec import load_specs
+
+    alone = run(EXAMPLES, processes=1)
+    specs = parallel.claim_order(load_specs(EXAMPLES, catalog=load_catalog()))
+    # WHEN one worker takes every cluster (this process takes none)
+    with parallel.Workers(1, None) as workers:
+        rendered = {r.name: r for f in workers.render(specs + specs[:1], None, None) for r in f.result()}
+    # THEN its files and texts are those of this process, cluster by cluster
+    assert sorted(rendered) == [c.spec.name for c in alone.clusters]
+    for cluster in alone.clusters:
+        assert rendered[cluster.spec.name].files == dict(cluster.files)
+        assert rendered[cluster.spec.name].texts == alone.rendered_texts[cluster.spec.name]
+        assert rendered[cluster.spec.name].problems == []
 
 
 @pytest.mark.parametrize(("clusters", "cpus", "budget", "expected"), [
@@ -113,13 +151,23 @@ def test_a_spec_error_with_workers_warming_up_is_the_plain_line_of_one_process(t
     assert any(str(bad) in line and "notAField" in line for line in lines[0])
 
 
-def test_workers_without_a_share_are_stopped_and_none_are_started_for_none():
-    # GIVEN no extra process wanted, THEN no pool at all
+def test_workers_not_needed_are_stopped_and_none_are_started_for_none():
+    # GIVEN no extra process wanted, THEN no pool at all, and this process takes every cluster
     with parallel.Workers(0, None) as workers:
         assert workers.pools == [] and workers.render([], None, None) == []
-    # GIVEN two warming workers and one share, WHEN rendering, THEN one future, the idle worker shut down
+        assert list(workers.claims.each(["a", "b"])) == ["a", "b"]  # type: ignore[arg-type]
+    # GIVEN two warming workers and two clusters, WHEN rendering, THEN one worker takes part
+    # (with this process), the other is shut down
     with parallel.Workers(2, None) as workers:
-        futures = workers.render([[]], None, None)
+        futures = workers.render([], None, None)
+        assert futures == []
+    from slurmgen.catalog.catalog import load_catalog
+    from slurmgen.spec import load_specs
+
+    two = load_specs(EXAMPLES[:2], catalog=load_catalog())
+    with parallel.Workers(2, None) as workers:
+        workers.claims.take(), workers.claims.take()  # this process took both clusters already
+        futures = workers.render(two, None, None)
         assert len(futures) == 1 and futures[0].result() == []
         with pytest.raises(RuntimeError):  # a shut-down pool takes no more work
             workers.pools[1].submit(int)

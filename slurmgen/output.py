@@ -26,6 +26,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
+from . import yamltext
+
 _Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -41,10 +43,18 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper2.add_representer(str, _str)
 
 
-def dump(obj: Any) -> str:
+def pyyaml_dump(obj: Any) -> str:
     """One object as YAML text: key order as given (apiVersion, kind, metadata first), no line folding."""
     return yaml.dump(obj, Dumper=_Dumper2, sort_keys=False, default_flow_style=False,
                      allow_unicode=True, width=1 << 30)
+
+
+_SPELLING = yamltext.Spelling(pyyaml_dump)
+
+
+def dump(obj: Any) -> str:
+    """`pyyaml_dump(obj)`, byte for byte, written by yamltext (about 4x faster for rendered objects)."""
+    return yamltext.text(obj, _SPELLING)
 
 
 def write_tree(root: Path, files: Mapping[str, Any]) -> None:

@@ -130,7 +130,7 @@ def warm_up(site_csv: Path | None) -> None:
 
 def render_claimed(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: Path | None) -> list[Rendered]:
     """Render, check, validate and dump the clusters of `specs` this worker claims (its whole job)."""
-    from . import build, pipeline, verify
+    from . import _jsii_channel, build, pipeline, verify
     from .catalog.catalog import load_catalog
 
     catalog = _CATALOGS.pop(site_csv, None) or load_catalog(site_csv)
@@ -143,6 +143,9 @@ def render_claimed(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir:
             for spec in _CLAIMS[0].each(specs):
                 cluster = build.render_one(spec, catalog)
                 jobs.append((cluster, pool.submit(pipeline._check, cluster, crd_dir, prepared, timings, catalog)))
+        # A worker renders once (one call per worker and run): its kernel's memory is freed before
+        # the results travel, when the fleet's memory would otherwise peak.
+        _jsii_channel.stop_kernel()
         for cluster, job in jobs:
             problems, texts = job.result()
             out.append(Rendered(cluster.spec.name, dict(cluster.plans), dict(cluster.files), texts, problems))

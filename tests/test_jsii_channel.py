@@ -101,6 +101,23 @@ def test_the_kernel_runs_as_one_node_process_without_a_relay():
 
 
 @needs_proc
+def test_a_worker_can_stop_its_kernel_before_it_exits():
+    # GIVEN an interpreter whose kernel is running
+    code = KERNEL_PROBE + textwrap.dedent("""\
+        from slurmgen import _jsii_channel
+        # WHEN it stops the kernel (a worker after its last render), and asks again
+        print(_jsii_channel.stop_kernel(), _jsii_channel.stop_kernel(), flush=True)
+        print(node.poll(), flush=True)
+        """)
+    run = run_python(code)
+    # THEN the first call stopped it (it has exited, status 0) and the second found none to stop
+    assert run.returncode == 0, run.stderr
+    kernel_pid, stopped, again, status = run.stdout.split()
+    assert (stopped, again, status) == ("True", "False", "0")
+    assert not running(int(kernel_pid))
+
+
+@needs_proc
 def test_the_stock_relay_stays_available():
     # GIVEN SLURMGEN_JSII_RELAY=1, WHEN the kernel starts, THEN Python talks to jsii's own relay, as stock jsii does
     code = KERNEL_PROBE + "print(' '.join(open(f'/proc/{node.pid}/cmdline').read().split(chr(0))))\n"

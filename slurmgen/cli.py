@@ -87,12 +87,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(err, file=sys.stderr)
             return 2
 
-    # Imported here so `--help` and argument errors stay instant (cdk8s starts a Node.js process).
+    # Worker processes start first (launch imports little), the rest is imported while they start;
+    # all of it only here, so `--help` and argument errors stay instant.
+    from .launch import launch
+
+    use_cache = not args.no_cache and args.crd_dir is None  # as pipeline.run decides it
+    started = launch(spec_paths, use_cache=use_cache,
+                     processes=max(1, args.workers) if args.workers is not None else None)
     from .pipeline import InputError, Stopwatch, run
 
     try:
-        result = run(spec_paths, crd_dir=args.crd_dir, use_cache=not args.no_cache,
-                     processes=max(1, args.workers) if args.workers is not None else None)
+        result = run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started)
     except InputError as err:
         for line in err.lines:
             print(line, file=sys.stderr)

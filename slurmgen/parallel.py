@@ -19,10 +19,11 @@ import os
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from .plan import NodeSetPlan
-from .spec import ClusterSpec
+if TYPE_CHECKING:  # annotations only: this module is imported first, by the CLI and each worker
+    from .plan import NodeSetPlan
+    from .spec import ClusterSpec
 
 #: Peak memory (summed RSS of the process tree) allowed by default; SLURMGEN_MEMORY_MB raises it.
 MEMORY_BUDGET_MB = 400

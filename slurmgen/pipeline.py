@@ -21,6 +21,7 @@ from .plan import plan_cluster
 from .slurmconf import checks as slurmconf_checks
 from .output import NOT_A_FILE, dump, read_tree
 from .catalog.catalog import CatalogError, InstanceType, load_catalog, site_catalog_path
+from .launch import Launch, launch
 from .rendered import RenderedCluster
 from .spec import SpecError, load_specs
 
@@ -180,46 +181,30 @@ def site_catalog(spec_paths: Sequence[Path]) -> Mapping[str, InstanceType]:
         raise InputError([str(err)]) from None
 
 
-def _site_csv(spec_paths: Sequence[Path]) -> Path | None:
-    """The site `instance-types.csv` the specs are rendered with (site_catalog has refused two)."""
-    found = sorted({p for p in (site_catalog_path(path.parent) for path in spec_paths) if p is not None})
-    return found[0] if found else None
-
-
 def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         catalog: Mapping[str, InstanceType] | None = None, use_cache: bool = False,
-        processes: int | None = None) -> Result:
+        processes: int | None = None, launched: Launch | None = None) -> Result:
     """Load, render and verify; raise InputError with every problem found.
 
     `catalog` defaults to the packaged one plus the specs' folder's instance-types.csv (site_catalog).
     With `use_cache`, a cluster whose inputs are unchanged is taken from the render cache (cache.py)
     instead of rendered; it is off with `crd_dir` or a caller's own `catalog` (not in the key).
     The clusters left to render are shared among `processes` processes (default: parallel.choose_processes).
+    `launched` is that first step (launch.launch) when the caller took it already, with the same
+    `use_cache` as here (the command line does, to start the workers before importing this module).
     """
     if not spec_paths:
         raise InputError(["no spec files: add clusters/<name>.yaml or pass --spec FILE"])
-    result = Stopwatch()
     own_catalog = catalog is None
     use_cache = use_cache and own_catalog and crd_dir is None
-    site_csv = _site_csv(spec_paths) if own_catalog else None  # in the cache key; workers load it too
+    started = launched or launch(spec_paths, use_cache=use_cache, own_catalog=own_catalog, processes=processes)
+    result = Stopwatch(dict(started.timings))
+    site_csv, keys, likely = started.site_csv, started.keys, started.likely
     # Starting cdk8s (a Node.js process loading its assemblies) and building the validators is
     # mostly waiting or independent work: it runs beside spec loading and rendering; with the
-    # cache on, unless every cluster has an entry.
-    keys: dict[str, str] = {}  # spec source -> cache key
-    if use_cache:
-        with result.timer("cache"):
-            shared = render_cache.generator_digest()
-            options = render_cache.environment_options()
-            for path in spec_paths:
-                key = render_cache.cluster_key(path, shared, site_csv, options)
-                if key:
-                    keys[str(path)] = key
-    # Clusters without a cache entry will render: enough of them and worker processes start now,
-    # warming up (jsii kernel, catalog) while this process loads the specs.
-    likely = [p for p in spec_paths if not (str(p) in keys and render_cache.exists(p.stem, keys[str(p)]))]
-    wanted = processes if processes is not None else parallel.choose_processes(len(likely))
-    extra = max(0, min(wanted, len(likely)) - 1) if own_catalog else 0  # a caller's catalog stays here
-    with parallel.Workers(extra, site_csv) as workers, \
+    # cache on, unless every cluster has an entry. Worker processes are starting already
+    # (warming up their jsii kernel and catalog) while this process loads the specs.
+    with started.workers as workers, \
             ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen") as pool:
         # Start cdk8s now unless every cluster has a cache entry (that is then read and checked).
         maybe_all_cached = not likely

@@ -20,6 +20,7 @@ import re
 import shutil
 import stat
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -326,9 +327,7 @@ def _swap_in(out: Path, trees: Mapping[str, Mapping[str, Any]], journal: Path | 
     undo: list[tuple[str, Callable[[], None]]] = []
     olds: list[Path] = []
     try:
-        for name, files in trees.items():
-            staged[name] = Path(tempfile.mkdtemp(prefix=f".{name}.new-", dir=out))
-            write_tree(staged[name], files)
+        _stage_all(out, trees, staged)
         try:
             if journal is not None:
                 _write_journal(journal, [*pending, *trees])
@@ -342,6 +341,53 @@ def _swap_in(out: Path, trees: Mapping[str, Mapping[str, Any]], journal: Path | 
     finally:
         for path in [*staged.values(), *olds]:
             shutil.rmtree(path, ignore_errors=True)
+
+
+def _stage(out: Path, trees: Iterable[tuple[str, Mapping[str, Any]]], staged: dict[str, Path],
+           stop: threading.Event) -> None:
+    """Write each tree into a new temporary sibling, named in `staged` (which the caller removes)."""
+    for name, files in trees:
+        if stop.is_set():
+            return
+        staged[name] = Path(tempfile.mkdtemp(prefix=f".{name}.new-", dir=out))
+        write_tree(staged[name], files)
+
+
+def _stage_all(out: Path, trees: Mapping[str, Mapping[str, Any]], staged: dict[str, Path]) -> None:
+    """Stage every tree: half of them (by name order, every other one) from a helper thread.
+
+    Why: creating a file costs the kernel CPU time (~0.1 ms a file here, 3,000 files for a fleet of
+    40), and the GIL is released meanwhile; at the end of a run the other CPUs are idle, so two
+    writers take about half the time. On any failure or interruption (SIGTERM raised as SystemExit
+    in this thread), the helper is told to stop and waited for before the caller removes what was
+    staged; a helper that cannot be waited for (stuck in the file system) is a daemon thread, and
+    a folder it creates after the cleanup is a leftover the next write removes (survey).
+    """
+    items = list(trees.items())
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def helper() -> None:
+        try:
+            _stage(out, items[1::2], staged, stop)
+        except BaseException as err:  # noqa: BLE001 - handed to the caller's thread, raised there
+            failure.append(err)
+            stop.set()
+
+    thread = threading.Thread(target=helper, name="slurmgen-stage", daemon=True) if len(items) > 1 else None
+    if thread is not None:
+        thread.start()
+    try:
+        _stage(out, items[0::2] if thread is not None else items, staged, stop)
+        if thread is not None:
+            thread.join()
+    except BaseException:
+        stop.set()
+        if thread is not None:
+            thread.join(timeout=30)
+        raise
+    if failure:
+        raise failure[0]
 
 
 def _rollback(out: Path, undo: list[tuple[str, Callable[[], None]]]) -> None:

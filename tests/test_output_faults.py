@@ -230,6 +230,42 @@ def test_a_full_or_read_only_output_is_one_line_and_changes_nothing(code, render
     assert snapshot(rendered_out) == before
 
 
+@pytest.mark.parametrize("failing", ["a", "b"])  # a: this thread's share, b: the helper thread's
+def test_a_failed_write_of_one_of_several_clusters_changes_none_and_leaves_no_temporary_folder(
+        failing, tmp_path, monkeypatch, capsys):
+    # GIVEN two clusters rendered once, then both made stale (so both are staged, by two writers)
+    out = tmp_path / "dist"
+    specs = [str(spec(tmp_path, "a")), str(spec(tmp_path, "b"))]
+    assert main(["--spec", specs[0], "--spec", specs[1], "--out", str(out)]) == 0
+    for name in ("a", "b"):
+        (out / name / "compute" / "old.yaml").write_text("kind: ConfigMap\n")
+    before = snapshot(out)
+    real = output._write_file
+
+    def failing_write(path, text):
+        if f"/.{failing}.new-" in path and path.endswith(".yaml"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        return real(path, text)
+
+    monkeypatch.setattr(output, "_write_file", failing_write)
+    capsys.readouterr()
+    # WHEN synth writes both and one of the writers fails
+    rc, _, err = run_cli(capsys, "--spec", specs[0], "--spec", specs[1], "--out", str(out))
+    # THEN exit 2, one line, both old trees intact and no temporary folder left
+    assert rc == 2 and len(err) == 1 and os.strerror(errno.ENOSPC) in err[0]
+    assert snapshot(out) == before
+    assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, "a", "b"])
+
+
+def test_two_writers_write_every_tree_exactly(tmp_path):
+    # GIVEN five trees (staged by this thread and a helper thread, every other one)
+    trees = {f"c{i}": {f"unit/configmap-{j}.yaml": f"n: {i}-{j}\n" for j in range(30)} for i in range(5)}
+    # WHEN written / THEN each folder holds exactly its files, and nothing else is left
+    output.write_all(tmp_path / "out", trees)
+    assert {name: read_tree(tmp_path / "out" / name) for name in trees} == trees
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([MARKER, *trees])
+
+
 def test_a_failure_while_swapping_several_clusters_puts_every_old_tree_back(tmp_path, monkeypatch, capsys):
     # GIVEN two clusters rendered once
     out = tmp_path / "dist"

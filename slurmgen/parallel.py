@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
@@ -56,6 +57,36 @@ def cpu_count() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def cpu_for(index: int, processes: int) -> int | None:
+    """The CPU rendering process `index` (0: the caller, 1...: the workers) keeps to, or None.
+
+    Why: a render is a ping-pong between a Python thread and its jsii kernel (a Node process),
+    thousands of short calls each way. With as many rendering processes as CPUs, each pair kept
+    on a CPU of its own answers without crossing CPUs or migrating, and the pairs do not disturb
+    each other: measured on 2 CPUs, 40 clusters, 2 processes: 3.10 -> 2.90 s, CPU 5.6 -> 5.3 s.
+    With more CPUs than processes nothing is pinned (the checks and the writer use the others).
+    """
+    if processes < 2 or not hasattr(os, "sched_getaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[index] if len(cpus) == processes and index < len(cpus) else None
+
+
+@contextmanager
+def kept_to(cpu: int | None) -> Iterator[None]:
+    """Keep this thread, and the threads and processes it starts meanwhile, to `cpu` (None: no
+    change); its CPUs are restored on leaving."""
+    if cpu is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 def choose_processes(clusters: int, cpus: int | None = None, budget_mb: int | None = None) -> int:
@@ -120,9 +151,12 @@ def _adopt(claims: Claims) -> None:
     _CLAIMS[:] = [claims]
 
 
-def warm_up(site_csv: Path | None) -> None:
+def warm_up(site_csv: Path | None, cpu: int | None = None) -> None:
     """Start this worker's jsii kernel (importing cdk8s) and load its catalog: ~0.5 s that overlaps
-    the caller's own start and spec loading instead of delaying the worker's first cluster."""
+    the caller's own start and spec loading instead of delaying the worker's first cluster. With a
+    `cpu` (cpu_for), the worker and its kernel keep to it for the rest of their (one-run) life."""
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
     from . import build  # noqa: F401  (imports cdk8s, which starts the kernel)
     from .catalog.catalog import load_catalog
 
@@ -165,8 +199,9 @@ class Workers:
         self.claims = Claims(context)
         self.pools = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_adopt,
                                           initargs=(self.claims,)) for _ in range(max(0, count))]
-        for pool in self.pools:
-            pool.submit(warm_up, site_csv)
+        self.processes = 1 + len(self.pools)
+        for index, pool in enumerate(self.pools, start=1):
+            pool.submit(warm_up, site_csv, cpu_for(index, self.processes))
 
     def render(self, specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: Path | None) -> list[Future]:
         """Set every worker taking clusters of `specs` (in claim_order; the caller takes its own with

@@ -204,7 +204,9 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
     # mostly waiting or independent work: it runs beside spec loading and rendering; with the
     # cache on, unless every cluster has an entry. Worker processes are starting already
     # (warming up their jsii kernel and catalog) while this process loads the specs.
-    with started.workers as workers, \
+    # With as many rendering processes as CPUs, this thread (and the threads and kernel it starts)
+    # keeps to one CPU until the results are in, each worker to another (parallel.cpu_for).
+    with parallel.kept_to(parallel.cpu_for(0, started.workers.processes)), started.workers as workers, \
             ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen") as pool:
         # Start cdk8s now unless every cluster has a cache entry (that is then read and checked).
         maybe_all_cached = not likely

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import dataclass
 
 import pytest
@@ -193,3 +195,68 @@ def test_a_failed_run_stops_its_workers_instead_of_waiting_for_them():
         process.join(timeout=10)
         assert not process.is_alive()
         assert process.exitcode is not None and process.exitcode < 0  # ended by a signal, not by finishing
+
+
+@pytest.mark.parametrize(("allowed", "processes", "expected"), [
+    ({0, 1}, 2, [0, 1]),        # as many processes as CPUs: one each, in order
+    ({3, 5}, 2, [3, 5]),        # the CPUs this process may use, not 0..n-1
+    ({0, 1, 2, 3}, 2, [None, None]),  # more CPUs than processes: nothing pinned
+    ({0, 1}, 1, [None]),        # one process: nothing pinned (its checks use the other CPU)
+])
+def test_each_rendering_process_keeps_to_a_cpu_of_its_own_when_they_are_as_many(monkeypatch, allowed, processes,
+                                                                                expected):
+    # GIVEN the CPUs this process may run on / WHEN asking for each process's CPU / THEN
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: set(allowed))
+    assert [parallel.cpu_for(i, processes) for i in range(processes)] == expected
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
+def test_kept_to_pins_this_thread_and_what_it_starts_then_restores_it():
+    # GIVEN this thread's CPUs / WHEN kept to the last of them
+    before = os.sched_getaffinity(0)
+    cpu = max(before)
+    seen = []
+    with parallel.kept_to(cpu):
+        inside = os.sched_getaffinity(0)
+        thread = threading.Thread(target=lambda: seen.append(os.sched_getaffinity(0)))
+        thread.start()
+        thread.join()
+    # THEN it and a thread it started ran on that CPU only, and its CPUs are back afterwards
+    assert inside == {cpu} and seen == [{cpu}]
+    assert os.sched_getaffinity(0) == before
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) != 2,
+                    reason="needs exactly two CPUs (one worker beside this process)")
+def test_a_worker_and_its_kernel_keep_to_the_second_cpu():
+    # GIVEN two CPUs and one worker (so this process and the worker are one per CPU)
+    cpus = sorted(os.sched_getaffinity(0))
+    with parallel.Workers(1, None) as workers:
+        pool = workers.pools[0]
+        worker = pool.submit(os.getpid).result(timeout=120)  # runs after the warm-up (one process, in order)
+        kernels = [pid for pid in children(worker) if "node" in Path(cmdline(pid)[0]).name]
+        # THEN the worker and its jsii kernel run on the second CPU only
+        assert os.sched_getaffinity(worker) == {cpus[1]}
+        assert len(kernels) == 1 and os.sched_getaffinity(kernels[0]) == {cpus[1]}
+        parallel._stop(pool)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) != 2,
+                    reason="needs exactly two CPUs (this process and one worker)")
+def test_the_callers_kernel_keeps_to_the_first_cpu_and_the_caller_gets_its_cpus_back():
+    # GIVEN a fresh interpreter that renders the examples in two processes (its kernel starts in run)
+    import json
+    import subprocess
+    import sys
+
+    code = ("import os; from slurmgen.pipeline import run; from tests.conftest import EXAMPLES\n"
+            "run(EXAMPLES, processes=2)\n"
+            "from jsii._runtime import kernel\n"
+            "import json; print(json.dumps([sorted(os.sched_getaffinity(kernel.provider._process._process.pid)),"
+            " sorted(os.sched_getaffinity(0))]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    # THEN its kernel ran on the first CPU only, and the caller may use both CPUs again
+    cpus = sorted(os.sched_getaffinity(0))
+    assert json.loads(done.stdout) == [[cpus[0]], cpus]

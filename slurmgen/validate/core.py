@@ -28,12 +28,10 @@ import importlib.resources
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, Callable, TypeAlias
 
 import jsonschema
-import jsonschema_rs
 from jsonschema.protocols import Validator as JsonValidator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
@@ -143,27 +141,51 @@ _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", "example"})
 
 
 # --------------------------------------------------------------------------- two engines
-@dataclass(frozen=True, eq=False)
+#: Schema checks judged by jsonschema alone before the pre-check is set up: importing jsonschema-rs
+#: and converting the core definitions cost ~60 ms, which one cluster (75 objects, ~100 checks,
+#: ~20 ms to judge) would not earn back; a fleet does within its second cluster.
+PRECHECK_AFTER = 150
+
+
 class Schema:
     """One schema, compiled for two engines: a fast pre-check and the judge.
 
-    `precheck` (jsonschema-rs) is asked first and only answers valid or not; whatever it does
+    The pre-check (jsonschema-rs) is asked first and only answers valid or not; whatever it does
     not pass, `explain` (jsonschema) validates again and its errors are the ones reported.  The
     pre-check is never more lenient than the judge (tests/validate/test_precheck.py mutates
-    every example object to prove it), so skipping the judge on a pass loses nothing.
-    `precheck` is None where jsonschema-rs cannot compile the schema: the judge does it all.
+    every example object to prove it), so skipping the judge on a pass loses nothing.  It is
+    compiled when the run has judged PRECHECK_AFTER objects (`ready`), or when asked for
+    (`precheck`); it stays None where jsonschema-rs cannot compile the schema: the judge does it all.
     """
 
-    explain: JsonValidator
-    precheck: jsonschema_rs.Validator | None = None
+    __slots__ = ("explain", "_compile", "_ready", "_precheck")
+
+    def __init__(self, explain: JsonValidator, compile: Callable[[], Any] | None = None,
+                 ready: Callable[[], bool] | None = None) -> None:
+        self.explain = explain
+        self._compile = compile
+        self._ready = ready or (lambda: True)
+        self._precheck: Any = None
+
+    @property
+    def precheck(self) -> Any:
+        """The compiled pre-check (a jsonschema_rs validator), compiled now if it was not; or None."""
+        if self._precheck is None and self._compile is not None:
+            self._precheck, self._compile = self._compile(), None
+        return self._precheck
 
     def passes(self, instance: Any) -> bool:
         """True when the pre-check finds `instance` valid; False for anything else (also when
-        it cannot read the instance, e.g. a non-string key): the judge then decides."""
-        if self.precheck is None:
-            return False
+        it cannot read the instance, e.g. a non-string key, or is not set up yet): the judge then decides."""
+        precheck = self._precheck
+        if precheck is None:
+            if self._compile is None or not self._ready():
+                return False
+            precheck = self.precheck
+            if precheck is None:
+                return False
         try:
-            return bool(self.precheck.is_valid(instance))
+            return bool(precheck.is_valid(instance))
         except Exception:  # any failure of the pre-check only means: ask the judge
             return False
 
@@ -310,9 +332,10 @@ class CoreSchemas:
         self._definitions = definitions
         self._kinds = _index_kinds(definitions)
         self._validators: dict[str, Schema] = {}
-        # The same documents for jsonschema-rs (~10 ms to convert, so only when first needed).
+        # The same documents for jsonschema-rs, converted when the first pre-check is compiled.
         self._document = document if precheck else None
-        self._precheck_registry: jsonschema_rs.Registry | None = None
+        self._precheck_registry: Any = None
+        self._judged = 0  # objects validated before the pre-check was set up (PRECHECK_AFTER)
 
     def definition(self, name: str) -> Schema:
         """A cached strict validator for one definition, e.g. `io.k8s.api.core.v1.PodSpec`."""
@@ -329,12 +352,19 @@ class CoreSchemas:
         explain = jsonschema.Draft202012Validator(
             schema, registry=self.registry, format_checker=FORMAT_CHECKER
         )
-        return Schema(explain, self._precheck(schema))
-
-    def _precheck(self, schema: Mapping[str, Any]) -> jsonschema_rs.Validator | None:
-        """The jsonschema-rs validator of `schema`, or None (pre-check off, or a schema it refuses)."""
         if self._document is None:
-            return None
+            return Schema(explain)
+        return Schema(explain, lambda: self._compile_precheck(schema), self._precheck_ready)
+
+    def _precheck_ready(self) -> bool:
+        """Whether enough objects were judged alone for the pre-check to pay (PRECHECK_AFTER)."""
+        self._judged += 1
+        return self._judged > PRECHECK_AFTER
+
+    def _compile_precheck(self, schema: Mapping[str, Any]) -> Any:
+        """The jsonschema-rs validator of `schema`, or None (a schema it refuses)."""
+        import jsonschema_rs  # here: a run that never needs a pre-check does not pay its import
+
         try:
             if self._precheck_registry is None:
                 self._precheck_registry = jsonschema_rs.Registry([(DEFINITIONS_URI, for_precheck(self._document))])

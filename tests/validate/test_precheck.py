@@ -145,3 +145,19 @@ def test_precheck_patterns_and_formats(schema: dict, good: Any, bad: Any) -> Non
     assert checked.precheck is not None
     assert checked.passes(good) and schema_issues(checked, good) == []
     assert not checked.passes(bad) and schema_issues(checked, bad) != []
+
+
+def test_the_precheck_is_set_up_only_once_enough_checks_were_judged(monkeypatch):
+    # GIVEN a fresh set of core schemas that sets up its pre-check after 3 checks
+    from slurmgen.validate import core as core_module
+
+    monkeypatch.setattr(core_module, "PRECHECK_AFTER", 3)
+    core = CoreSchemas()
+    container = {"image": "x"}
+    # WHEN a container is checked four times
+    answers = [core.container_unnamed.passes(container) for _ in range(4)]
+    # THEN the first three go to the judge alone (no pre-check yet), the fourth passes the pre-check
+    assert answers == [False, False, False, True]
+    assert schema_issues(core.container_unnamed, container) == []
+    # and a pre-check asked for is compiled at once, also on another fresh set
+    assert CoreSchemas().pod_spec.precheck is not None

@@ -28,11 +28,12 @@ if TYPE_CHECKING:  # annotations only: this module is imported first, by the CLI
 
 #: Peak memory (summed RSS of the process tree) allowed by default; SLURMGEN_MEMORY_MB raises it.
 MEMORY_BUDGET_MB = 400
-#: Measured by bench/synth_bench.py on a 40-cluster fleet: one process (Python and jsii's kernel,
-#: started without jsii's relay, see _jsii_channel.py) peaks at 170-180 MB; each more rendering
-#: process adds 140-150 MB (its own interpreter and kernel). So within 400 MB two processes render.
-FIRST_PROCESS_MB = 190
-EXTRA_PROCESS_MB = 160
+#: Measured by bench/synth_bench.py on a 40-cluster fleet: one process (Python, jsii's kernel
+#: started without jsii's relay, see _jsii_channel.py, and multiprocessing's resource tracker)
+#: peaks at ~200 MB; each more rendering process adds ~175 MB (its interpreter with the compiled
+#: pre-check, ~80 MB, and its kernel, ~95 MB, stopped once it is done). So within 400 MB two render.
+FIRST_PROCESS_MB = 205
+EXTRA_PROCESS_MB = 180
 #: Starting a worker (interpreter, imports, jsii kernel: ~0.5 s of CPU) pays once each process has
 #: about this many clusters of 10 nodesets. Measured (bench fleets, one process vs two): 4 clusters
 #: 1.05 vs 1.10 s, 6 clusters 1.35 vs 1.33 s, 10 clusters 1.85 vs 1.60 s.

@@ -102,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in err.lines:
             print(line, file=sys.stderr)
         return 2
+    for note in result.notes:
+        print(f"warning: {note}", file=sys.stderr)
     if args.explain == IDENTITY:
         return _explain_identity(result, args.cluster)
     if args.explain == SSSD_CONF:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,7 +210,14 @@ class Workers:
         `self.claims.each(specs)`); a future per worker, each with what that worker rendered. With
         fewer clusters than processes, the workers not needed are stopped instead."""
         busy = self.pools[:max(0, len(specs) - 1)]
-        futures = [pool.submit(render_claimed, list(specs), site_csv, crd_dir) for pool in busy]
+        futures = []
+        for pool in busy:
+            try:
+                futures.append(pool.submit(render_claimed, list(specs), site_csv, crd_dir))
+            except BrokenProcessPool as err:  # it died while starting: its result says so (collect)
+                failed: Future = Future()
+                failed.set_exception(err)
+                futures.append(failed)
         for pool in self.pools[len(busy):]:
             _stop(pool)
         return futures
@@ -225,6 +233,20 @@ class Workers:
                 # its socket and exits too.
                 _stop(pool)
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+def collect(futures: Sequence[Future]) -> tuple[list[Rendered], str]:
+    """What the workers rendered, and a line naming those that ended abruptly ("" for none): a
+    killed worker (out of memory, SIGKILL) loses the clusters it took, which the caller renders
+    again instead of failing the run."""
+    rendered: list[Rendered] = []
+    lost = 0
+    for future in futures:
+        try:
+            rendered += future.result()
+        except BrokenProcessPool:
+            lost += 1
+    return rendered, (f"{lost} worker process(es) ended abruptly (killed? out of memory?)" if lost else "")
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:

@@ -65,6 +65,7 @@ class Result:
     bases: dict[Path, dict] = field(default_factory=dict)  # out/<cluster> -> its objects, read once
     cached: frozenset[str] = frozenset()  # clusters taken from the render cache, not rendered
     old_texts: dict[Path, dict[str, str]] = field(default_factory=dict)  # out/<cluster> -> path -> text, read once
+    notes: tuple[str, ...] = ()  # what the user should know although the run succeeded (warnings)
 
     def base(self, root: Path) -> dict:
         """The objects of the tree a write would replace (path -> object), read once per run."""
@@ -256,6 +257,8 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         # cluster n (jsii's pipe reads release the GIL).
         clusters: list[RenderedCluster] = []
         jobs = []
+        notes: list[str] = []
+        build = None
         if order:
             with result.timer("cdk8s start"):
                 # imported beside spec loading (submitted above whenever a cluster misses the cache)
@@ -267,8 +270,18 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
                     jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result, catalog))
         with result.timer("finish checks"):
             try:
+                from_workers, lost = parallel.collect(futures)
+                if lost:
+                    # A worker ended abruptly (killed, out of memory): what it took and did not
+                    # hand back renders here, so the run still gives every cluster, same bytes.
+                    notes.append(f"{lost}; its clusters were rendered by the main process")
+                    done = {c.spec.name for c in clusters} | {r.name for r in from_workers}
+                    build = build or importlib.import_module("slurmgen.build")
+                    for spec in (s for s in order if s.name not in done):
+                        cluster = build.render_one(spec, catalog)
+                        clusters.append(cluster)
+                        jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result, catalog))
                 checked = [job.result() for job in jobs]
-                from_workers = [r for f in futures for r in f.result()]
             except verify.SchemaUnavailable as err:
                 raise InputError([f"cannot validate the rendered objects: {err}"]) from None
     by_spec = {s.name: s for s in specs}
@@ -293,7 +306,7 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
     names = sorted(outcome)
     return Result(clusters=tuple(outcome[n][0] for n in names), timings=result.timings,
                   rendered_texts={n: outcome[n][2] for n in names}, catalog=catalog,
-                  cached=frozenset(cached))
+                  cached=frozenset(cached), notes=tuple(notes))
 
 
 def _check(cluster: RenderedCluster, crd_dir: Path | None, prepared: list, result: Stopwatch,

@@ -260,3 +260,36 @@ def test_the_callers_kernel_keeps_to_the_first_cpu_and_the_caller_gets_its_cpus_
     # THEN its kernel ran on the first CPU only, and the caller may use both CPUs again
     cpus = sorted(os.sched_getaffinity(0))
     assert json.loads(done.stdout) == [[cpus[0]], cpus]
+
+
+def test_a_worker_killed_before_its_share_leaves_its_clusters_to_this_process():
+    # GIVEN the examples rendered in this process alone, and a launch whose one worker is killed
+    # (out of memory, SIGKILL) after it started
+    import signal
+
+    from slurmgen.launch import launch
+
+    alone = run(EXAMPLES, processes=1)
+    started = launch(EXAMPLES, use_cache=False, processes=2)
+    pool = started.workers.pools[0]
+    worker = pool.submit(os.getpid).result(timeout=120)
+    os.kill(worker, signal.SIGKILL)
+    # WHEN the run goes on with it
+    shared = run(EXAMPLES, processes=2, launched=started)
+    # THEN every cluster is rendered, the same bytes, and the run says what happened
+    assert shared.rendered_texts == alone.rendered_texts
+    assert shared.notes == ("1 worker process(es) ended abruptly (killed? out of memory?); "
+                            "its clusters were rendered by the main process",)
+
+
+def test_collect_keeps_what_came_back_and_names_the_workers_lost():
+    # GIVEN results from two workers, one of which ended abruptly
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    done, broken = Future(), Future()
+    done.set_result(["a"])
+    broken.set_exception(BrokenProcessPool("gone"))
+    # WHEN collected / THEN what came back, and one line naming the loss
+    assert parallel.collect([done, broken]) == (["a"], "1 worker process(es) ended abruptly (killed? out of memory?)")
+    assert parallel.collect([done]) == (["a"], "")

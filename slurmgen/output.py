@@ -141,14 +141,20 @@ def forbidden(out: Path, repo: Path) -> str | None:
 
 
 def _foreign_entry(root: Path) -> str | None:
-    """The first thing under `root` that is neither a folder nor a regular file (a symlink, a socket...)."""
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in sorted(dirnames + filenames):
-            path = Path(dirpath) / name
-            mode = path.lstat().st_mode
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
-                return f"{path} is {kind}"
+    """The first thing under `root` (depth first, by name) that is neither a folder nor a regular
+    file (a symbolic link, a socket...). os.scandir: the kind of an entry comes with the listing,
+    so a fleet's 3,000 files cost no stat call each."""
+    folders = [os.fspath(root)]
+    while folders:
+        folder = folders.pop()
+        subfolders = []
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            if entry.is_dir(follow_symlinks=False):
+                subfolders.append(entry.path)
+            elif not entry.is_file(follow_symlinks=False):
+                kind = "a symbolic link" if entry.is_symlink() else "not a regular file"
+                return f"{entry.path} is {kind}"
+        folders += reversed(subfolders)
     return None
 
 

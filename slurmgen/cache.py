@@ -34,7 +34,7 @@ import yaml
 from ._input import UnreadableFile, read_text
 from .catalog.catalog import SITE_CSV_MAX_BYTES
 
-FORMAT = 3  # bump when the entry layout changes (3: the validated spec data beside the render)
+FORMAT = 4  # bump when the entry layout changes (3: the validated spec data; 4: the shared names)
 KEEP_PER_CLUSTER = 4  # entries kept per cluster name (others are removed when a new one is stored)
 PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
@@ -185,12 +185,14 @@ class LazyObjects(Mapping[str, Any]):
 
 @dataclass(frozen=True)
 class Entry:
-    """A cached render of one cluster: objects and YAML texts by relative path, and the spec data
-    (merged, defaulted) that passed every check, so a hit is built without checking it again."""
+    """A cached render of one cluster: objects and YAML texts by relative path, the spec data
+    (merged, defaulted) that passed every check, so a hit is built without checking it again, and
+    the names it shares with other clusters (collisions.keys), so checking those decodes no object."""
 
     files: Mapping[str, Any]
     texts: dict[str, str]
     spec_data: dict[str, Any]
+    shared_names: dict[tuple[str, ...], str]
 
 
 def _entry_path(root: Path, name: str, key: str) -> Path:
@@ -213,29 +215,34 @@ def load(name: str, key: str, root: Path | None = None) -> Entry | None:
                 or header.get("cluster") != name or header.get("sha256") != hashlib.sha256(payload).hexdigest()):
             return None
         texts_part, _, rest = payload.partition(b"\n")
-        spec_part, _, files_part = rest.partition(b"\n")
+        spec_part, _, rest = rest.partition(b"\n")
+        names_part, _, files_part = rest.partition(b"\n")
         texts = json.loads(texts_part)
         spec_data = json.loads(spec_part)
+        names = json.loads(names_part)
         if (not isinstance(texts, dict) or not all(isinstance(t, str) for t in texts.values()) or not files_part
-                or not isinstance(spec_data, dict)):
+                or not isinstance(spec_data, dict) or not isinstance(names, list)
+                or not all(isinstance(n, list) and len(n) > 1 and all(isinstance(p, str) for p in n) for n in names)):
             return None
-        return Entry(files=LazyObjects(files_part, texts), texts=texts, spec_data=spec_data)
+        return Entry(files=LazyObjects(files_part, texts), texts=texts, spec_data=spec_data,
+                     shared_names={tuple(n[:-1]): n[-1] for n in names})
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def store(name: str, key: str, files: Mapping[str, Any], texts: Mapping[str, str], spec_data: Mapping[str, Any],
-          root: Path | None = None) -> None:
+          shared_names: Mapping[tuple[str, ...], str], root: Path | None = None) -> None:
     """Save one cluster's render (atomically: a reader sees the whole entry or none); errors are ignored."""
     root = root or cache_dir()
     try:
         root.mkdir(parents=True, exist_ok=True)
         if list(files) != list(texts):
             return
-        # texts on one line, the spec data on the next, objects on the last (JSON escapes newlines):
-        # a hit decodes the objects only when something reads them (LazyObjects)
+        # texts on one line, the spec data, the shared names, objects on the last (JSON escapes
+        # newlines): a hit decodes the objects only when something reads them (LazyObjects)
         payload = (json.dumps(dict(texts), separators=(",", ":")) + "\n"
                    + json.dumps(dict(spec_data), separators=(",", ":")) + "\n"
+                   + json.dumps([[*k, v] for k, v in shared_names.items()], separators=(",", ":")) + "\n"
                    + json.dumps(dict(files), separators=(",", ":"))).encode()
         header = json.dumps({"format": FORMAT, "key": key, "cluster": name,
                              "sha256": hashlib.sha256(payload).hexdigest()}).encode()

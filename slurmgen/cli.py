@@ -209,7 +209,7 @@ def _collisions(result: object, out: Path) -> list[str]:
     """Shared names between the rendered clusters, and with the other cluster trees already in `out/`."""
     from . import collisions, guards, output
 
-    trees = [collisions.Tree(c.spec.source, c.files) for c in result.clusters]  # type: ignore[attr-defined]
+    trees = [collisions.Tree(c.spec.source, c.files, c.shared_names) for c in result.clusters]  # type: ignore[attr-defined]
     rendered = {c.spec.name for c in result.clusters}  # type: ignore[attr-defined]
     if os.path.isdir(out):
         for entry in sorted(os.listdir(out)):

@@ -19,10 +19,12 @@ _NOT_APPLIED = ("argocd",)  # the argocd-cm merge patch, the same for every clus
 
 @dataclass(frozen=True)
 class Tree:
-    """One cluster's rendered objects, with where they came from (a spec file, or a folder of dist/)."""
+    """One cluster's rendered objects, with where they came from (a spec file, or a folder of dist/);
+    `names` is keys(files) when it is known already (a render cache hit: its objects stay undecoded)."""
 
     source: str
     files: Mapping[str, Obj]
+    names: Mapping[tuple[str, ...], str] | None = None
 
 
 def _unit_destinations(files: Mapping[str, Obj]) -> dict[str, str]:
@@ -67,7 +69,7 @@ def problems(trees: Iterable[Tree]) -> list[str]:
     owner: dict[tuple[str, ...], str] = {}
     lines: list[str] = []
     for tree in sorted(trees, key=lambda t: t.source):
-        for key, label in keys(tree.files).items():
+        for key, label in (tree.names if tree.names is not None else keys(tree.files)).items():
             first = owner.setdefault(key, tree.source)
             if first != tree.source:
                 lines.append(f"{tree.source}: name: {label} is also rendered by {first}; names must be unique "

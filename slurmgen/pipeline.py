@@ -16,7 +16,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import importlib
 from concurrent.futures import ThreadPoolExecutor
 
-from . import cache as render_cache, guards, parallel, verify
+from . import cache as render_cache, collisions, guards, parallel, verify
 from .plan import plan_cluster
 from .slurmconf import checks as slurmconf_checks
 from .output import NOT_A_FILE, dump, read_tree
@@ -242,7 +242,7 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
                     entry = entries.get(spec.source)
                     if entry is not None:
                         cached[spec.name] = RenderedCluster(spec=spec, plans=plan_cluster(spec, catalog),
-                                                            files=entry.files)
+                                                            files=entry.files, shared_names=entry.shared_names)
                         cached_texts[spec.name] = entry.texts
         misses = [s for s in specs if s.name not in cached]
         if misses and builder is None:
@@ -298,7 +298,8 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
                 if not lines and name in entry_keys:
                     label, key, source = entry_keys[name]
                     if source in spec_data:
-                        render_cache.store(label, key, cluster.files, text, spec_data[source])
+                        render_cache.store(label, key, cluster.files, text, spec_data[source],
+                                           collisions.keys(cluster.files))
     if problems:
         raise InputError(problems)
     for name, cluster in cached.items():

@@ -41,3 +41,5 @@ class RenderedCluster:
     spec: ClusterSpec
     plans: Mapping[str, NodeSetPlan]
     files: Mapping[str, Obj]
+    #: collisions.keys(files) when known without reading the objects (a render cache hit keeps them)
+    shared_names: Mapping[tuple[str, ...], str] | None = None

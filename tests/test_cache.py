@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from slurmgen import cache
+from slurmgen import cache, collisions
 from slurmgen.cli import main
 from slurmgen.guards import destructive_changes
 from slurmgen.output import read_tree
@@ -299,6 +299,18 @@ def test_a_hit_decodes_its_objects_only_when_read(cache_root):
     assert len(hit.files) == len(fresh.clusters[0].files)
     # ... and once read they are the rendered objects, in the same order
     assert list(hit.files.items()) == list(fresh.clusters[0].files.items())
+
+
+def test_a_hit_knows_the_names_it_shares_without_decoding_its_objects(cache_root):
+    # GIVEN the examples in the cache
+    fresh = run(EXAMPLES, use_cache=True)
+    # WHEN read back
+    hit = run(EXAMPLES, use_cache=True)
+    # THEN each cluster's shared names (checked against every other cluster) are those of its
+    # objects, and reading them decoded no object
+    for cached, rendered in zip(hit.clusters, fresh.clusters, strict=True):
+        assert cached.shared_names == collisions.keys(rendered.files) and cached.shared_names
+        assert isinstance(cached.files, cache.LazyObjects) and cached.files._objects is None
 
 
 def test_a_hit_is_built_from_the_checked_spec_data_without_checking_it_again(cache_root, monkeypatch):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from slurmgen.cli import main
 from slurmgen.output import read_tree
+from slurmgen.pipeline import run
 from tests.conftest import MINIMAL_SPEC
 
 
@@ -47,3 +48,20 @@ def test_a_collision_with_a_cluster_already_in_the_output_folder_is_refused(tmp_
     # THEN refused, naming the folder of the other cluster
     assert rc == 2 and f"is also rendered by {out / 'foo'}" in capsys.readouterr().err
     assert read_tree(out) == before
+
+
+def test_two_cached_clusters_sharing_a_name_are_still_refused(tmp_path, capsys, monkeypatch):
+    # GIVEN the two colliding clusters rendered once (refused, but each cluster's render is cached)
+    monkeypatch.setenv("SLURMGEN_CACHE_DIR", str(tmp_path / "cache"))
+    a, b = _spec(tmp_path, "foo", "slurm-spot"), _spec(tmp_path, "foo-slurm", "spot")
+    out = tmp_path / "dist"
+    args = ["--spec", str(a), "--spec", str(b), "--out", str(out)]
+    assert main(args) == 2
+    first = capsys.readouterr().err.splitlines()
+    assert run([a, b], use_cache=True).cached == {"foo", "foo-slurm"}  # both are cache hits now
+    # WHEN run again: both come from the cache, their shared names from the entries
+    rc = main(args)
+    err = capsys.readouterr().err.splitlines()
+    # THEN the same refusal, line for line, and nothing written
+    assert rc == 2 and err == first
+    assert not out.exists()

@@ -27,6 +27,7 @@ import binascii
 import importlib.resources
 import json
 import re
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable, TypeAlias
@@ -35,6 +36,8 @@ import jsonschema
 from jsonschema.protocols import Validator as JsonValidator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
+
+from .patterns import RUST_END, go_pattern
 
 __all__ = [
     "DEFAULT_KUBERNETES_VERSION",
@@ -145,6 +148,7 @@ _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", "example"})
 #: and converting the core definitions cost ~60 ms, which one cluster (75 objects, ~100 checks,
 #: ~20 ms to judge) would not earn back; a fleet does within its second cluster.
 PRECHECK_AFTER = 150
+_COMPILING = threading.Lock()
 
 
 class Schema:
@@ -169,9 +173,19 @@ class Schema:
 
     @property
     def precheck(self) -> Any:
-        """The compiled pre-check (a jsonschema_rs validator), compiled now if it was not; or None."""
-        if self._precheck is None and self._compile is not None:
-            self._precheck, self._compile = self._compile(), None
+        """The compiled pre-check (a jsonschema_rs validator), compiled now if it was not; or None.
+
+        Two check threads may ask at once (the run validates in a pool): one compiles, under a
+        lock; a schema that fails to compile (any error) simply has no pre-check."""
+        if self._compile is not None:
+            with _COMPILING:
+                compile = self._compile
+                if compile is not None:  # not compiled by another thread meanwhile
+                    try:
+                        self._precheck = compile()
+                    except Exception:  # noqa: BLE001 - no pre-check: the judge does it all
+                        self._precheck = None
+                    self._compile = None
         return self._precheck
 
     def passes(self, instance: Any) -> bool:
@@ -193,15 +207,14 @@ class Schema:
 def for_precheck(schema: Any) -> Any:
     """A copy of `schema` for jsonschema-rs, checking what jsonschema checks.
 
-    - each `pattern` as the CRD spells it (`x-go-pattern`): jsonschema runs patterns with Python's
-      `re`, so CRD patterns are translated for it (crds.go_pattern: Go's `$` and `\\z` become
-      `\\Z`); jsonschema-rs runs them with Rust's regex engine, an RE2 dialect like Go's;
+    - each CRD `pattern` translated from the CRD's own spelling (`x-go-pattern`) for Rust's regex
+      engine, as it is for Python's `re` (patterns.go_pattern: Go's meaning in both);
     - `format: int32/int64` as bounds, added with `allOf` (kept beside any bounds of the node).
     """
     if isinstance(schema, dict):
         out = {key: value if key in _DATA_KEYWORDS else for_precheck(value) for key, value in schema.items()}
         if isinstance(schema.get("x-go-pattern"), str):
-            out["pattern"] = schema["x-go-pattern"]
+            out["pattern"] = go_pattern(schema["x-go-pattern"], RUST_END)
         bounds = _INT_BOUNDS.get(schema["format"]) if isinstance(schema.get("format"), str) else None
         if bounds is not None:
             out["allOf"] = [*out.get("allOf", ()), bounds]

@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 
 from .core import SchemaUnavailable
+from .patterns import go_pattern
 
 __all__ = [
     "FALLBACK_METADATA", "CrdIndex", "CrdVersion", "go_pattern", "strict_body", "to_strict_schema", "with_metadata",
@@ -370,7 +371,8 @@ def _convert_pattern(pattern: str, out: dict[str, Any]) -> None:
         return  # an RE2 construct Python lacks: skip the check rather than fail the run
     out["pattern"] = python
     if python != pattern:
-        out["x-go-pattern"] = pattern  # for error messages (an unknown keyword is ignored)
+        # the CRD's own spelling: for error messages, and translated for the pre-check (for_precheck)
+        out["x-go-pattern"] = pattern
 
 
 def _allow_null(out: dict[str, Any]) -> None:
@@ -381,29 +383,3 @@ def _allow_null(out: dict[str, Any]) -> None:
         out["type"] = [*kind, "null"]
     if "enum" in out and None not in out["enum"]:
         out["enum"] = [*out["enum"], None]
-
-
-def go_pattern(pattern: str) -> str:
-    """Translate Go's end-of-text anchors: `$` and `\\z` -> `\\Z` (outside character classes)."""
-    out: list[str] = []
-    class_start = -1  # index of the `[` of the character class we are in, or -1
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\" and index + 1 < len(pattern):
-            escaped = pattern[index + 1]
-            out.append("\\Z" if escaped == "z" and class_start < 0 else char + escaped)
-            index += 2
-            continue
-        if class_start >= 0:
-            # A `]` right after `[` or `[^` is a literal, not the end of the class.
-            first = class_start + (2 if pattern[class_start + 1 : class_start + 2] == "^" else 1)
-            if char == "]" and index > first:
-                class_start = -1
-        elif char == "[":
-            class_start = index
-        elif char == "$":
-            char = "\\Z"
-        out.append(char)
-        index += 1
-    return "".join(out)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import copy
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import yaml
 
 from slurmgen.validate import SchemaUnavailable, Validator
 from slurmgen.validate.crds import FALLBACK_METADATA, CrdIndex, go_pattern, to_strict_schema, with_metadata
+from slurmgen.validate.patterns import RUST_END
 from slurmgen.validate.vendored import VendoredCrds
 
 from tests.conftest import SHARED_CRDS, need_shared
@@ -386,11 +389,37 @@ def test_conversion_of_openapi_keywords() -> None:
         (r"[]$]$", r"[]$]\Z"),
         (r"\$$", r"\$\Z"),
         (r"abc\z", r"abc\Z"),
+        # Go's Perl classes are ASCII only, its dot stops at \n only: spelled out
+        (r"^\d+\.\d*$", r"^[0-9]+\.[0-9]*\Z"),
+        (r"[^\s]+( \S+)", r"[^\t\n\f\r ]+( [^\t\n\f\r ]+)"),
+        (r"\w\W", r"[0-9A-Za-z_][^0-9A-Za-z_]"),
+        (r"@every .*", r"@every [^\n]*"),
+        (r"[.\d]", r"[.0-9]"),
+        (r"[\S]", r"[\S]"),  # a negated class escape inside brackets cannot be spelled out
+        (r"(?s)a.b", r"(?s)a.b"),  # with the dot-all flag the dot is every character
     ],
 )
-def test_go_pattern_anchors(go: str, python: str) -> None:
-    # given a Go pattern / when translated / then only end-of-text anchors change
+def test_go_pattern_spells_out_gos_meaning(go: str, python: str) -> None:
+    # given a Go pattern / when translated for Python / then Go's anchors, classes and dot, spelled out
     assert go_pattern(go) == python
+    # and for Rust's engine the same but the end of text (`\z`, which Rust reads as Go does)
+    assert go_pattern(go, RUST_END) == python.replace("\\Z", "\\z")
+
+
+@pytest.mark.parametrize("text", ["0 0 * * *", "0\x1c0 * * *", "0\x850 * * *", "0\ufeff0 * * *", "0\xa00 * * *",
+                                  "0\t0 * * *", "٣ 0 * * *", "a\rb", "a\u2028b", "0 0 * * *\n"])
+def test_python_and_rust_read_a_translated_pattern_as_go_does(text: str) -> None:
+    # given patterns from the pinned CRDs (Karpenter's and External Secrets' schedules, a quantity)
+    import jsonschema_rs
+
+    patterns = [r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|@every [^\s]+.*|[^\s]+( [^\s]+){4})$",
+                r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$",
+                r"^\d+(\.\d+)?$", r"^a.b$"]
+    for go in patterns:
+        # when matched by both engines / then they agree (Go's ASCII classes, its dot, its end of text)
+        python = re.search(go_pattern(go), text) is not None
+        rust = jsonschema_rs.Draft202012Validator({"pattern": go_pattern(go, RUST_END)}).is_valid(text)
+        assert python == rust, (go, text)
 
 
 def _small_crds() -> list:

@@ -30,7 +30,10 @@ MUTATIONS_PER_OBJECT = 12
 #: names), too long (maxLength), not base64 (format byte), a bad date-time, a trailing newline
 #: (a pattern's `$`), digits only, a quantity with a bad suffix.
 BAD_STRINGS = ["", "UPPER_and_under", "x" * 300, "not base64 !", "2026-13-45T25:61:00Z", "abc\n", "12345",
-               "10Gx", "-leading-dash", "a" * 64]
+               "10Gx", "-leading-dash", "a" * 64,
+               # characters the regex engines class differently (Unicode spaces and digits, line
+               # separators): Go's ASCII classes must be what both engines apply
+               "0\x1c0 * * * *", "0\x850 * *", "0\ufeff0 * * *", "1\xa0Gi", "٣", "a\rb", "a\u2028b", "@every \x1c1h"]
 BAD_NUMBERS = [-1, 0, 2**31, -(2**31) - 1, 2**63, 1.5, 10**20]
 
 
@@ -133,6 +136,8 @@ def test_precheck_only_ever_skips_the_judge(engines: tuple[Validator, Validator]
 @pytest.mark.parametrize(("schema", "good", "bad"), [
     # the CRD's Go pattern: `$` ends the text, a trailing newline does not match
     ({"type": "string", "pattern": "^a\\Z", "x-go-pattern": "^a$"}, "a", "a\n"),
+    # Go's \s is ASCII: a file separator is not a space for it (nor, then, for either engine)
+    ({"type": "string", "pattern": "^[^\\t\\n\\f\\r ]+\\Z", "x-go-pattern": "^[^\\s]+$"}, "a\x1cb", "a b"),
     # our format checks, not jsonschema-rs's own
     ({"type": "string", "format": "byte"}, "aGVsbG8=", "hello!"),
     ({"type": "integer", "format": "int32"}, 2**31 - 1, 2**31),
@@ -161,3 +166,41 @@ def test_the_precheck_is_set_up_only_once_enough_checks_were_judged(monkeypatch)
     assert schema_issues(core.container_unnamed, container) == []
     # and a pre-check asked for is compiled at once, also on another fresh set
     assert CoreSchemas().pod_spec.precheck is not None
+
+
+def test_two_threads_asking_for_the_precheck_compile_it_once():
+    # GIVEN a schema whose pre-check takes a while to compile, asked for from two threads at once
+    import threading
+    import time
+
+    from slurmgen.validate.core import Schema
+
+    calls = []
+
+    def compile_slowly():
+        calls.append(1)
+        time.sleep(0.2)
+        return "compiled"
+
+    schema = Schema(CoreSchemas().container_unnamed.explain, compile_slowly)
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(schema.precheck)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # THEN it was compiled once and both got it
+    assert calls == [1] and seen == ["compiled", "compiled"]
+
+
+def test_a_precheck_that_fails_to_compile_leaves_the_judge_alone():
+    # GIVEN a schema whose pre-check raises while compiling
+    from slurmgen.validate.core import Schema
+
+    def broken():
+        raise RuntimeError("boom")
+
+    schema = Schema(CoreSchemas().container_unnamed.explain, broken)
+    # WHEN used / THEN no pre-check, no error, and the judge decides
+    assert schema.precheck is None and not schema.passes({"image": "x"})
+    assert schema_issues(schema, {"image": "x"}) == []

@@ -92,16 +92,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .launch import launch
 
     use_cache = not args.no_cache and args.crd_dir is None  # as pipeline.run decides it
-    started = launch(spec_paths, use_cache=use_cache,
-                     processes=max(1, args.workers) if args.workers is not None else None)
-    from .pipeline import InputError, Stopwatch, run
+    # SIGTERM, SIGHUP and Ctrl-C while rendering unwind as SystemExit too: the run's `with` blocks
+    # then stop the worker processes (the default action would leave them, and their kernels, behind).
+    with _signals_unwind():
+        started = launch(spec_paths, use_cache=use_cache,
+                         processes=max(1, args.workers) if args.workers is not None else None)
+        from .pipeline import InputError, Stopwatch, run
 
-    try:
-        result = run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started)
-    except InputError as err:
-        for line in err.lines:
-            print(line, file=sys.stderr)
-        return 2
+        try:
+            result = run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started)
+        except InputError as err:
+            for line in err.lines:
+                print(line, file=sys.stderr)
+            return 2
     for note in result.notes:
         print(f"warning: {note}", file=sys.stderr)
     if args.explain == IDENTITY:

@@ -33,7 +33,11 @@ _Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 class _Dumper2(_Dumper):  # type: ignore[misc, valid-type]
-    """Block-style YAML; multi-line strings as literal blocks so config files stay readable in diffs."""
+    """Block-style YAML; multi-line strings as literal blocks so config files stay readable in diffs;
+    a value used twice is written twice, never as an `&id001` anchor and `*id001` alias."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -39,6 +40,8 @@ EXTRA_PROCESS_MB = 180
 #: about this many clusters of 10 nodesets. Measured (bench fleets, one process vs two): 4 clusters
 #: 1.05 vs 1.10 s, 6 clusters 1.35 vs 1.33 s, 10 clusters 1.85 vs 1.60 s.
 MIN_CLUSTERS_PER_PROCESS = 4
+#: Seconds to wait for the claim counter's lock, held a few microseconds by whoever claims.
+CLAIM_TIMEOUT = 5.0
 
 
 @dataclass
@@ -80,15 +83,28 @@ def cpu_for(index: int, processes: int) -> int | None:
 def kept_to(cpu: int | None) -> Iterator[None]:
     """Keep this thread, and the threads and processes it starts meanwhile, to `cpu` (None: no
     change); its CPUs are restored on leaving."""
-    if cpu is None:
-        yield
-        return
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {cpu})
+    before = _pin(cpu)
     try:
         yield
     finally:
-        os.sched_setaffinity(0, before)
+        if before is not None:
+            try:
+                os.sched_setaffinity(0, before)
+            except OSError:  # the CPUs changed under us (a cpuset): keep running, pinned
+                pass
+
+
+def _pin(cpu: int | None) -> set[int] | None:
+    """Keep this thread to `cpu`; the CPUs it had, or None when nothing changed (no CPU given,
+    or the system refused: pinning is only a speed-up, never a reason to fail)."""
+    if cpu is None:
+        return None
+    try:
+        before = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {cpu})
+    except OSError:
+        return None
+    return before
 
 
 def choose_processes(clusters: int, cpus: int | None = None, budget_mb: int | None = None) -> int:
@@ -127,18 +143,26 @@ class Claims:
         self._shared = context.Value("i", 0) if context is not None else None
         self._local = 0
 
-    def take(self) -> int:
+    def take(self) -> int | None:
+        """The next index; None when the counter's lock could not be had (a process was killed
+        holding it: a few microseconds a claim). The caller then stops taking: what nobody
+        rendered is rendered by the main process at the end (pipeline.run)."""
         if self._shared is None:
             self._local += 1
             return self._local - 1
-        with self._shared.get_lock():
+        lock = self._shared.get_lock()
+        if not lock.acquire(timeout=CLAIM_TIMEOUT):
+            return None
+        try:
             index = int(self._shared.value)
             self._shared.value = index + 1
+        finally:
+            lock.release()
         return index
 
     def each(self, specs: Sequence[ClusterSpec]) -> Iterator[ClusterSpec]:
         """The specs this process takes, one at a time, until all are taken."""
-        while (index := self.take()) < len(specs):
+        while (index := self.take()) is not None and index < len(specs):
             yield specs[index]
 
 
@@ -148,17 +172,33 @@ _CATALOGS: dict[Path | None, Any] = {}
 _CLAIMS: list[Claims] = []
 
 
-def _adopt(claims: Claims) -> None:
-    """Worker initializer: the shared counter can only be handed over when the process starts."""
+def _adopt(claims: Claims, parent: int) -> None:
+    """Worker initializer: take the shared counter (it can only be handed over when the process
+    starts), and end with the process that started it, however that one ends (Linux: the parent
+    death signal), so no worker and no kernel outlives a killed run."""
     _CLAIMS[:] = [claims]
+    _die_with(parent)
+
+
+def _die_with(parent: int) -> None:
+    """SIGKILL this process when `parent` exits (prctl PR_SET_PDEATHSIG; Linux only), and exit now
+    if it is gone already. Without it a worker holds both ends of its pipes and never sees EOF."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the caller's unwinding stops the workers
+        return
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def warm_up(site_csv: Path | None, cpu: int | None = None) -> None:
     """Start this worker's jsii kernel (importing cdk8s) and load its catalog: ~0.5 s that overlaps
     the caller's own start and spec loading instead of delaying the worker's first cluster. With a
     `cpu` (cpu_for), the worker and its kernel keep to it for the rest of their (one-run) life."""
-    if cpu is not None:
-        os.sched_setaffinity(0, {cpu})
+    _pin(cpu)
     from . import build  # noqa: F401  (imports cdk8s, which starts the kernel)
     from .catalog.catalog import load_catalog
 
@@ -200,7 +240,7 @@ class Workers:
         context = multiprocessing.get_context("spawn") if count > 0 else None
         self.claims = Claims(context)
         self.pools = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_adopt,
-                                          initargs=(self.claims,)) for _ in range(max(0, count))]
+                                          initargs=(self.claims, os.getpid())) for _ in range(max(0, count))]
         self.processes = 1 + len(self.pools)
         for index, pool in enumerate(self.pools, start=1):
             pool.submit(warm_up, site_csv, cpu_for(index, self.processes))

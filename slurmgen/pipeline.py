@@ -271,13 +271,16 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         with result.timer("finish checks"):
             try:
                 from_workers, lost = parallel.collect(futures)
+                # A worker that ended abruptly (killed, out of memory) took clusters it never
+                # handed back (or died holding the claim counter): they render here, so the run
+                # still gives every cluster, the same bytes.
+                done = {c.spec.name for c in clusters} | {r.name for r in from_workers}
+                missing = [s for s in order if s.name not in done]
                 if lost:
-                    # A worker ended abruptly (killed, out of memory): what it took and did not
-                    # hand back renders here, so the run still gives every cluster, same bytes.
                     notes.append(f"{lost}; its clusters were rendered by the main process")
-                    done = {c.spec.name for c in clusters} | {r.name for r in from_workers}
+                if missing:
                     build = build or importlib.import_module("slurmgen.build")
-                    for spec in (s for s in order if s.name not in done):
+                    for spec in missing:
                         cluster = build.render_one(spec, catalog)
                         clusters.append(cluster)
                         jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result, catalog))

@@ -52,7 +52,7 @@ def test_every_cluster_is_taken_exactly_once_across_processes():
     context = multiprocessing.get_context("spawn")
     claims = parallel.Claims(context)
     specs = list(range(400))
-    pools = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=parallel._adopt, initargs=(claims,))
+    pools = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=parallel._adopt, initargs=(claims, os.getpid()))
              for _ in range(2)]
     try:
         futures = [pool.submit(_take_all, specs) for pool in pools]
@@ -262,21 +262,31 @@ def test_the_callers_kernel_keeps_to_the_first_cpu_and_the_caller_gets_its_cpus_
     assert json.loads(done.stdout) == [[cpus[0]], cpus]
 
 
-def test_a_worker_killed_before_its_share_leaves_its_clusters_to_this_process():
-    # GIVEN the examples rendered in this process alone, and a launch whose one worker is killed
-    # (out of memory, SIGKILL) after it started
+def test_a_worker_killed_after_taking_a_cluster_leaves_it_to_this_process(monkeypatch):
+    # GIVEN the examples rendered in this process alone, and a run with one worker that is killed
+    # (out of memory, SIGKILL) right after it took its first cluster, before handing anything back
     import signal
+    import time
 
     from slurmgen.launch import launch
 
     alone = run(EXAMPLES, processes=1)
     started = launch(EXAMPLES, use_cache=False, processes=2)
-    pool = started.workers.pools[0]
-    worker = pool.submit(os.getpid).result(timeout=120)
-    os.kill(worker, signal.SIGKILL)
-    # WHEN the run goes on with it
+    worker = next(iter(started.workers.pools[0]._processes.values()))
+    take_here = parallel.Claims.each
+
+    def each_after_the_kill(self, specs):
+        deadline = time.monotonic() + 120
+        while self._shared.value < 1 and time.monotonic() < deadline:  # the worker has taken one
+            time.sleep(0.005)
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.join(timeout=30)
+        yield from take_here(self, specs)
+
+    monkeypatch.setattr(parallel.Claims, "each", each_after_the_kill)
+    # WHEN the run goes on
     shared = run(EXAMPLES, processes=2, launched=started)
-    # THEN every cluster is rendered, the same bytes, and the run says what happened
+    # THEN every cluster is there with the same bytes (the lost one rendered here), and the run says so
     assert shared.rendered_texts == alone.rendered_texts
     assert shared.notes == ("1 worker process(es) ended abruptly (killed? out of memory?); "
                             "its clusters were rendered by the main process",)
@@ -293,3 +303,117 @@ def test_collect_keeps_what_came_back_and_names_the_workers_lost():
     # WHEN collected / THEN what came back, and one line naming the loss
     assert parallel.collect([done, broken]) == (["a"], "1 worker process(es) ended abruptly (killed? out of memory?)")
     assert parallel.collect([done]) == (["a"], "")
+
+
+def _tagged(tag: str) -> list[int]:
+    """Processes whose environment carries `tag` (a run's Python processes and their Node kernels)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                environ = Path(f"/proc/{entry}/environ").read_bytes()
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if tag.encode() in environ and state not in ("Z", "X"):
+                found.append(int(entry))
+    return found
+
+
+def _fleet_run(tmp_path: Path, tag: str):
+    """main.py rendering 10 generated clusters in two processes, its processes tagged; returns once
+    the worker's kernel runs (two Node processes carry the tag)."""
+    import importlib.util
+    import subprocess
+    import sys
+    import time
+
+    spec = importlib.util.spec_from_file_location("synth_bench", REPO / "bench" / "synth_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)  # type: ignore[union-attr]
+    (tmp_path / "specs").mkdir()
+    specs = bench.fleet(tmp_path / "specs", 10)
+    args = [a for p in specs for a in ("--spec", str(p))]
+    proc = subprocess.Popen([sys.executable, "-O", "main.py", *args, "--out", str(tmp_path / "out"), "--no-cache",
+                             "--workers", "2"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "SLURMGEN_TEST_TAG": tag, "SLURMGEN_CACHE_DIR": str(tmp_path / "c")})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        nodes = [pid for pid in _tagged(tag) if "node" in Path(cmdline(pid)[0]).name]
+        if len(nodes) >= 2:
+            return proc
+        time.sleep(0.02)
+    proc.kill()
+    pytest.fail(f"the run never had two kernels: {proc.communicate()}")
+
+
+def _gone(tag: str, seconds: float = 10) -> list[int]:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while _tagged(tag) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _tagged(tag)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_run_stopped_while_rendering_leaves_no_process_and_no_traceback(tmp_path, sig):
+    # GIVEN a fleet rendering in two processes, each with its kernel
+    import signal
+    import uuid
+
+    tag = f"stop-{uuid.uuid4()}"
+    proc = _fleet_run(tmp_path, tag)
+    # WHEN the run is told to stop (a CI job cancelled, Ctrl-C)
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=60)
+    # THEN it exits 128 + the signal, quietly, writes nothing, and none of its processes is left
+    assert proc.returncode == 128 + getattr(signal, sig) and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
+    assert _gone(tag) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+def test_a_killed_run_leaves_no_worker_and_no_kernel(tmp_path):
+    # GIVEN a fleet rendering in two processes
+    import uuid
+
+    tag = f"kill-{uuid.uuid4()}"
+    proc = _fleet_run(tmp_path, tag)
+    # WHEN the main process is killed outright (the OOM killer, SIGKILL): no unwinding at all
+    proc.kill()
+    proc.communicate(timeout=60)
+    # THEN its worker dies with it (parent death signal) and every kernel with its interpreter
+    assert _gone(tag) == []
+
+
+def test_a_claim_counter_whose_lock_cannot_be_had_stops_the_taking(monkeypatch):
+    # GIVEN a counter shared with a worker, whose lock is held (as by a process killed holding it)
+    import multiprocessing
+
+    claims = parallel.Claims(multiprocessing.get_context("spawn"))
+    monkeypatch.setattr(parallel, "CLAIM_TIMEOUT", 0.1)
+    lock = claims._shared.get_lock()
+    assert lock.acquire()
+    # WHEN this process takes clusters (from another thread: the lock is this thread's) / THEN it
+    # stops instead of waiting forever (what nobody took is rendered at the end of the run)
+    taken = []
+    thread = threading.Thread(target=lambda: taken.extend(claims.each(["a", "b"])))  # type: ignore[arg-type]
+    thread.start()
+    thread.join(timeout=10)
+    lock.release()
+    assert not thread.is_alive() and taken == []
+
+
+def test_a_cpu_the_system_refuses_is_only_not_pinned(monkeypatch):
+    # GIVEN a system that refuses to pin (a sandbox, a changed cpuset)
+    def refuse(pid, cpus):
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(parallel.os, "sched_setaffinity", refuse)
+    # WHEN kept to a CPU / THEN the work runs anyway, unpinned, and nothing is raised
+    ran = []
+    with parallel.kept_to(0):
+        ran.append(True)
+    assert ran == [True]

@@ -85,6 +85,16 @@ def test_objects_outside_the_subset_are_written_by_pyyaml(obj):
     assert obj in asked  # the whole object went to PyYAML
 
 
+def test_a_value_used_twice_is_written_twice_by_both():
+    # GIVEN an object holding the same dict and list object twice (a chart may reuse a literal)
+    shared_map, shared_list = {"k": "v"}, ["a", {"b": 1}]
+    obj = {"one": shared_map, "two": shared_map, "three": shared_list, "four": [shared_list, shared_map]}
+    # WHEN written / THEN each use is written out in full, the same bytes as PyYAML's, no anchor
+    assert dump(obj) == pyyaml_dump(obj)
+    assert "&id" not in dump(obj) and "*id" not in dump(obj)
+    assert dump(obj).count("k: v") == 3
+
+
 @settings(max_examples=400, deadline=None)
 @given(trees.filter(lambda t: isinstance(t, dict)))
 def test_random_trees_are_written_as_pyyaml_writes_them(tree):

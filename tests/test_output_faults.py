@@ -257,11 +257,21 @@ def test_a_failed_write_of_one_of_several_clusters_changes_none_and_leaves_no_te
     assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, "a", "b"])
 
 
-def test_two_writers_write_every_tree_exactly(tmp_path):
+def test_two_writers_write_every_tree_exactly(tmp_path, monkeypatch):
     # GIVEN five trees (staged by this thread and a helper thread, every other one)
     trees = {f"c{i}": {f"unit/configmap-{j}.yaml": f"n: {i}-{j}\n" for j in range(30)} for i in range(5)}
-    # WHEN written / THEN each folder holds exactly its files, and nothing else is left
+    import threading
+
+    real, writers = output._write_file, set()
+
+    def noting_writer(path, text):
+        writers.add(threading.current_thread().name)
+        return real(path, text)
+
+    monkeypatch.setattr(output, "_write_file", noting_writer)
+    # WHEN written / THEN both threads wrote, each folder holds exactly its files, nothing else is left
     output.write_all(tmp_path / "out", trees)
+    assert writers == {threading.current_thread().name, "slurmgen-stage"}
     assert {name: read_tree(tmp_path / "out" / name) for name in trees} == trees
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([MARKER, *trees])
 

@@ -209,9 +209,12 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
     # keeps to one CPU until the results are in, each worker to another (parallel.cpu_for).
     with parallel.kept_to(parallel.cpu_for(0, started.workers.processes)), started.workers as workers, \
             ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen") as pool:
-        # Start cdk8s now unless every cluster has a cache entry (that is then read and checked).
+        # Start cdk8s now unless every cluster has a cache entry (that is then read and checked),
+        # or workers wait for the specs: their clusters first (importing cdk8s here would hold the
+        # GIL while the specs load: measured, the worker then sat idle ~0.15 s).
         maybe_all_cached = not likely
-        builder = None if maybe_all_cached else pool.submit(importlib.import_module, "slurmgen.build")
+        early = not maybe_all_cached and not workers.pools
+        builder = pool.submit(importlib.import_module, "slurmgen.build") if early else None
         # Entries are read before the specs: a hit carries the spec data that passed every check
         # from exactly these inputs (the key covers them), so that spec is built, not checked again.
         entries: dict[str, render_cache.Entry] = {}  # spec source -> entry
@@ -245,12 +248,12 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
                                                             files=entry.files, shared_names=entry.shared_names)
                         cached_texts[spec.name] = entry.texts
         misses = [s for s in specs if s.name not in cached]
-        if misses and builder is None:
-            builder = pool.submit(importlib.import_module, "slurmgen.build")
         # This process and the workers started above take the clusters to render one at a time
         # (a cache entry found unreadable renders too: no worker is started late).
         order = parallel.claim_order(misses)
         futures = workers.render(order, site_csv, crd_dir)
+        if misses and builder is None:
+            builder = pool.submit(importlib.import_module, "slurmgen.build")
         prepared = [pool.submit(verify.prepare, crd_dir, version)
                     for version in sorted({s.aws.kubernetes_version for s in misses})]
         # While the main thread waits on jsii for cluster n+1, a worker checks, validates and dumps

@@ -263,3 +263,31 @@ def test_kernel_output_is_drained_even_when_our_stderr_fails(monkeypatch):
         _jsii_channel.forward(source)
     writing.join(timeout=10)
     assert not writing.is_alive()
+
+
+def test_direct_requests_go_to_the_kernel_and_its_refusals_are_errors():
+    # GIVEN this process's kernel on the direct channel (the pinned jsii), and a chart
+    import cdk8s
+
+    from slurmgen.charts._objects import emit
+
+    assert _jsii_channel.direct() is not None
+    chart = cdk8s.Chart(cdk8s.App(), "direct", disable_resource_name_hashes=True)
+    # WHEN an object is emitted through it / THEN cdk8s holds it, exactly as sent
+    emit(chart, api_version="v1", kind="ConfigMap", name="a", namespace="n", annotations={"x": "1"},
+         finalizers=["f"], body={"data": {"k": "v", "dropped": None}})
+    assert chart.to_json() == [{"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"},
+                                "metadata": {"name": "a", "namespace": "n", "annotations": {"x": "1"},
+                                             "finalizers": ["f"], "labels": {"app.kubernetes.io/managed-by": "slurmgen"}}}]
+    # AND a request the kernel refuses (the same construct twice) raises its message
+    with pytest.raises(_jsii_channel.KernelError, match="already a Construct"):
+        emit(chart, api_version="v1", kind="ConfigMap", name="a", namespace="n")
+
+
+def test_no_direct_requests_through_the_stock_relay():
+    # GIVEN stock jsii (the relay): WHEN cdk8s started its kernel / THEN there is no direct channel,
+    # and emit goes through jsii's own API (the same bytes: test_direct_and_relayed_kernels_render_the_same_bytes)
+    code = KERNEL_PROBE + "from slurmgen import _jsii_channel\nprint(_jsii_channel.direct() is None)\n"
+    run = run_python(code, SLURMGEN_JSII_RELAY="1")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split()[-1] == "True"

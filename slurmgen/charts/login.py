@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdk8s import ApiObject
 from constructs import Construct
 
 from .. import naming
@@ -63,7 +62,7 @@ def loginset_spec(spec: ClusterSpec, template: dict[str, Any], mounts: list[dict
     return body
 
 
-def ssh_service(scope: Construct, spec: ClusterSpec, wave_no: int) -> ApiObject:
+def ssh_service(scope: Construct, spec: ClusterSpec, wave_no: int) -> None:
     """The LoadBalancer Service in front of the login pods.
 
     A plain object, like every other one: cdk8s-plus' Service (used here before) added an empty
@@ -89,5 +88,5 @@ def ssh_service(scope: Construct, spec: ClusterSpec, wave_no: int) -> ApiObject:
         "ports": [{"name": "ssh", "port": 22, "targetPort": 22, "protocol": "TCP"}],
         "selector": {naming.COMPONENT_LABEL: "login"},
     }
-    return emit(scope, api_version="v1", kind="Service", name=SSH_SERVICE, namespace=spec.namespace,
-                annotations=annotations, body={"spec": body})
+    emit(scope, api_version="v1", kind="Service", name=SSH_SERVICE, namespace=spec.namespace,
+         annotations=annotations, body={"spec": body})

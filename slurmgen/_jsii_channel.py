@@ -133,6 +133,9 @@ def direct() -> Callable[[Mapping[str, Any]], Any] | None:
         response = json.loads(readline())
         if "ok" in response:
             return response["ok"]
+        if "callback" in response:  # nothing we render has Python resolvers or jsii overrides
+            raise KernelError("jsii's kernel called back into Python during a direct request (a resolver or an "
+                              "overridden jsii method?): direct requests cannot serve it; SLURMGEN_JSII_RELAY=1 can")
         raise KernelError(response.get("error") or f"unexpected kernel response to a direct request: {response!r}")
 
     return send
@@ -169,7 +172,6 @@ def _start(self: Any) -> None:
                                         args=(self._process.stderr,), daemon=True)
     self.sink_thread.start()
     atexit.register(self.stop)
-    _STARTED.append(self)
     try:
         self.handshake()
     except ValueError:  # EOF or garbage instead of the kernel's hello (json.JSONDecodeError)
@@ -179,6 +181,9 @@ def _start(self: Any) -> None:
             status = "still running"
         raise RuntimeError(f"jsii's kernel ({program}) exited before its handshake (status {status}); "
                            "its own message, if any, is above") from None
+    # Only a kernel that answered is one to talk to directly: after a failed start jsii may start
+    # another, and direct() must not write to the dead one.
+    _STARTED.append(self)
 
 
 def _patch(process: ModuleType) -> bool:

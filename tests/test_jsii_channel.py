@@ -275,13 +275,44 @@ def test_direct_requests_go_to_the_kernel_and_its_refusals_are_errors():
     chart = cdk8s.Chart(cdk8s.App(), "direct", disable_resource_name_hashes=True)
     # WHEN an object is emitted through it / THEN cdk8s holds it, exactly as sent
     emit(chart, api_version="v1", kind="ConfigMap", name="a", namespace="n", annotations={"x": "1"},
-         finalizers=["f"], body={"data": {"k": "v", "dropped": None}})
+         finalizers=["f"], body={"data": {"k": "v"}})
     assert chart.to_json() == [{"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"},
                                 "metadata": {"name": "a", "namespace": "n", "annotations": {"x": "1"},
                                              "finalizers": ["f"], "labels": {"app.kubernetes.io/managed-by": "slurmgen"}}}]
     # AND a request the kernel refuses (the same construct twice) raises its message
     with pytest.raises(_jsii_channel.KernelError, match="already a Construct"):
         emit(chart, api_version="v1", kind="ConfigMap", name="a", namespace="n")
+    # AND a label or annotation without a string value is refused, as jsii's own API refuses it
+    with pytest.raises(TypeError, match="metadata value of 'x' is None"):
+        emit(chart, api_version="v1", kind="ConfigMap", name="b", annotations={"x": None})  # type: ignore[dict-item]
+
+
+@needs_proc
+def test_a_kernel_that_failed_to_start_is_never_written_to():
+    # GIVEN a Node that fails its first start (as when the OOM killer or EAGAIN hits it), then works
+    code = textwrap.dedent("""\
+        import os, sys, stat, tempfile
+        real = __import__("shutil").which("node", path=os.environ["PATH"]) or ""
+        folder = tempfile.mkdtemp()
+        flaky, flag = os.path.join(folder, "node"), os.path.join(folder, "started-once")
+        with open(flaky, "w") as script:
+            script.write(f'#!/bin/sh\\n[ -e {flag} ] || {{ touch {flag}; exit 3; }}\\nexec "{real}" "$@"\\n')
+        os.chmod(flaky, 0o755)
+        os.environ["JSII_NODE"] = flaky
+        import slurmgen
+        try:
+            import cdk8s
+        except RuntimeError as err:
+            print("first start failed:", "before its handshake" in str(err))
+        for name in [m for m in sys.modules if m == "cdk8s" or m.startswith(("cdk8s.", "constructs", "jsii"))]:
+            del sys.modules[name]
+        from slurmgen import _jsii_channel
+        print("direct after the failure:", _jsii_channel.direct())
+        """)
+    run = run_python(code)
+    # THEN the failed kernel is not the one direct requests would go to
+    assert run.returncode == 0, run.stderr
+    assert "first start failed: True" in run.stdout and "direct after the failure: None" in run.stdout
 
 
 def test_no_direct_requests_through_the_stock_relay():

@@ -35,6 +35,9 @@ def emit(
     """
     construct_id = f"{kind}-{namespace or '_'}-{name}"
     labels = {**MANAGED_BY, **(labels or {})}
+    for key, value in [*labels.items(), *(annotations or {}).items()]:
+        if not isinstance(value, str):  # jsii refuses it as a struct field; the direct path must too
+            raise TypeError(f"{kind} {name}: metadata value of {key!r} is {value!r}, not a string")
     send = _jsii_channel.direct()
     if send is None:
         obj = ApiObject(scope, construct_id, api_version=api_version, kind=kind, metadata=ApiObjectMetadata(

@@ -264,7 +264,7 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         build = None
         if order:
             with result.timer("cdk8s start"):
-                # imported beside spec loading (submitted above whenever a cluster misses the cache)
+                # imported beside spec loading, or (with workers) once they have their clusters
                 build = builder.result() if builder is not None else importlib.import_module("slurmgen.build")
             with result.timer("render"):
                 for spec in workers.claims.each(order):

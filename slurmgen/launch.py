@@ -29,9 +29,14 @@ class Launch:
     timings: dict[str, float] = field(default_factory=dict)  # "cache": seconds spent on the keys
 
 
+def site_csvs(spec_paths: Sequence[Path]) -> list[Path]:
+    """Every site `instance-types.csv` beside the specs, sorted (pipeline.site_catalog refuses two)."""
+    return sorted({p for p in (site_catalog_path(path.parent) for path in spec_paths) if p is not None})
+
+
 def site_csv(spec_paths: Sequence[Path]) -> Path | None:
-    """The site `instance-types.csv` the specs are rendered with (pipeline.site_catalog refuses two)."""
-    found = sorted({p for p in (site_catalog_path(path.parent) for path in spec_paths) if p is not None})
+    """The site `instance-types.csv` the specs are rendered with."""
+    found = site_csvs(spec_paths)
     return found[0] if found else None
 
 

@@ -20,8 +20,8 @@ from . import cache as render_cache, collisions, guards, parallel, verify
 from .plan import plan_cluster
 from .slurmconf import checks as slurmconf_checks
 from .output import NOT_A_FILE, dump, read_tree
-from .catalog.catalog import CatalogError, InstanceType, load_catalog, site_catalog_path
-from .launch import Launch, launch
+from .catalog.catalog import CatalogError, InstanceType, load_catalog
+from .launch import Launch, launch, site_csvs
 from .rendered import RenderedCluster
 from .spec import SpecError, load_specs
 
@@ -172,7 +172,7 @@ def site_catalog(spec_paths: Sequence[Path]) -> Mapping[str, InstanceType]:
     Specs from several folders may share one such file; two different ones would give one instance
     type two meanings in one run, so that is refused.
     """
-    found = sorted({p for p in (site_catalog_path(path.parent) for path in spec_paths) if p is not None})
+    found = site_csvs(spec_paths)
     if len(found) > 1:
         raise InputError([f"{', '.join(map(str, found))}: specs from folders with different instance-types.csv; "
                           "render them in separate runs"])

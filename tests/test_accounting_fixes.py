@@ -3,14 +3,8 @@ user's connection limit; the external database's password, TLS and rotation."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 
 from slurmgen import guards
 from slurmgen.charts.accounting import my_cnf
@@ -24,128 +18,7 @@ C = "slurm-on-eks"  # the example's Slurm cluster name
 CONFIG = "slurm/configmap-slurm-accounts.yaml"
 
 
-# -- 6. the accounts Job ------------------------------------------------------------------------
-
-
-def _script(example) -> str:
-    return example[JOB]["spec"]["template"]["spec"]["containers"][0]["command"][2]
-
-
-def test_job_starts_sackd_configless_before_any_sacctmgr_call(example):
-    # GIVEN the rendered Job, whose command replaces the login image's entrypoint (which starts sackd)
-    script = _script(example)
-    # THEN the script starts sackd itself, pointed at slurmctld, before the first sacctmgr call
-    sackd = script.index("/usr/sbin/sackd -D --disable-reconfig --conf-server slurm-controller.slurm:6817 &")
-    assert sackd < script.index("sacctmgr")
-    # AND waits for its socket, then for slurmdbd, both bounded
-    assert "[ -S /run/slurm/sack.socket ]" in script and "until sacctmgr ping" in script
-    assert script.count('[ "$i" -le ') == 2
-    # AND sackd gets a writable runtime directory in the pod
-    pod = example[JOB]["spec"]["template"]["spec"]
-    mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0]["volumeMounts"]}
-    volumes = {v["name"]: v for v in pod["volumes"]}
-    assert "emptyDir" in volumes[mounts["/run/slurm"]]
-
-
-@pytest.fixture()
-def fake_cluster(tmp_path, example):
-    """The Job's script with its absolute paths moved under tmp_path, and fake sackd/sacctmgr on PATH."""
-    bin_dir, run, cfg = tmp_path / "bin", tmp_path / "run", tmp_path / "cfg"
-    for d in (bin_dir, run, cfg):
-        d.mkdir()
-    for tool in ("sackd", "sacctmgr"):
-        (bin_dir / tool).write_text(f"#!{sys.executable}\n" + FAKE.read_text())
-        (bin_dir / tool).chmod(0o755)
-    for name, text in example[CONFIG]["data"].items():
-        (cfg / name).write_text(text)
-    script = (_script(example).replace("/usr/sbin/sackd", str(bin_dir / "sackd"))
-              .replace("/run/slurm", str(run)).replace("/etc/slurm-accounts", str(cfg)))
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_RUN": str(run),
-           "FAKE_STATE": str(tmp_path / "state.json"), "FAKE_LOG": str(tmp_path / "log"), "TMPDIR": str(tmp_path)}
-
-    def run_job(state: dict, fail: str = "") -> tuple[int, list[str], dict]:
-        Path(env["FAKE_STATE"]).write_text(json.dumps(state))
-        Path(env["FAKE_LOG"]).write_text("")
-        done = subprocess.run(["sh", "-c", script], env={**env, "FAKE_FAIL": fail}, capture_output=True,
-                              text=True, timeout=60)
-        log = Path(env["FAKE_LOG"]).read_text().splitlines() + done.stderr.splitlines()
-        return (done.returncode, log,
-                json.loads(Path(env["FAKE_STATE"]).read_text()))
-
-    if shutil.which("sh") is None or shutil.which("awk") is None:
-        pytest.skip("needs sh and awk")
-    return run_job
-
-
-def _before() -> dict:
-    """slurmdbd after an older spec, with hand-made entities and another cluster's (shared slurmdbd)."""
-    ours, theirs, c = "[slurmgen slurm-on-eks]", "[slurmgen other]", "slurm-on-eks"
-    return {
-        "qos": {"normal": f"default {ours}", "old": f"retired {ours}", "manual": "made by an admin",
-                "their-qos": f"x {theirs}"},
-        "accounts": {"root": "default root account", "ml": f"ml {ours}", "legacy": f"legacy {ours}",
-                     "legacy-sub": f"legacy-sub {ours}", "admin": "made by an admin", "theirs": f"t {theirs}"},
-        "assocs": [["root", "", "", c], ["root", "root", "", c], ["ml", "", "research", c], ["ml", "zed", "", c],
-                   ["legacy", "", "root", c], ["legacy-sub", "", "legacy", c], ["legacy-sub", "dave", "", c],
-                   ["admin", "", "root", c], ["admin", "eve", "", c],
-                   ["root", "", "", "other"], ["theirs", "", "root", "other"], ["theirs", "tom", "", "other"]],
-    }
-
-
-def test_job_loads_then_deletes_only_what_slurmgen_manages_and_the_spec_dropped(fake_cluster):
-    # GIVEN slurmdbd holding entities an older spec declared (marked) and others made by hand
-    # WHEN the Job runs against it
-    rc, log, state = fake_cluster(_before())
-    # THEN it succeeds, after sackd was started configless
-    assert rc == 0, log
-    assert log[0] == "sackd -D --disable-reconfig --conf-server slurm-controller.slurm:6817"
-    deletes = [line for line in log if line.startswith("sacctmgr delete")]
-    # AND it removed exactly the associations, accounts (children first) and QoS it manages and the spec dropped
-    assert deletes == [
-        "sacctmgr delete user name=dave account=legacy-sub cluster=slurm-on-eks",
-        "sacctmgr delete user name=zed account=ml cluster=slurm-on-eks",
-        "sacctmgr delete account name=legacy-sub cluster=slurm-on-eks",
-        "sacctmgr delete account name=legacy cluster=slurm-on-eks",
-        "sacctmgr delete account name=legacy",
-        "sacctmgr delete account name=legacy-sub",
-        "sacctmgr delete qos name=old",
-    ]
-    # AND never touched root, the hand-made account, its user, the hand-made QoS, or another cluster's
-    assert {"root", "admin", "theirs"} <= set(state["accounts"]) and ["admin", "eve", "", C] in state["assocs"]
-    assert {"manual", "their-qos"} <= set(state["qos"]) and ["root", "root", "", C] in state["assocs"]
-    assert ["theirs", "tom", "", "other"] in state["assocs"]
-    # AND the spec's own entities are there, marked as this cluster's
-    assert state["qos"]["scavenger"].endswith("[slurmgen slurm-on-eks]")
-    assert ["vision", "", "research", C] in state["assocs"]
-
-
-def test_job_is_a_no_op_the_second_time(fake_cluster):
-    # GIVEN a first run that converged
-    _, _, state = fake_cluster(_before())
-    # WHEN the Job runs again
-    rc, log, _ = fake_cluster(state)
-    # THEN it deletes nothing and exits 0
-    assert rc == 0, log
-    assert not [line for line in log if "delete" in line]
-
-
-def test_a_failed_removal_fails_the_hook_after_trying_the_others(fake_cluster):
-    # GIVEN a user association that cannot be deleted (jobs still running under it)
-    # WHEN the Job runs
-    rc, log, state = fake_cluster(_before(), fail="user:dave")
-    # THEN the other removals still happen, and the Job exits 1 so the sync shows it (the next sync retries)
-    assert rc == 1
-    assert "sacctmgr delete qos name=old" in log and ["ml", "zed", "", C] not in state["assocs"]
-
-
-def test_without_sackd_every_sacctmgr_call_fails(fake_cluster, tmp_path):
-    # GIVEN the fake's premise, as with auth/slurm: no sack socket, no sacctmgr
-    env = {**os.environ, "FAKE_RUN": str(tmp_path / "run"), "FAKE_STATE": str(tmp_path / "s"),
-           "FAKE_LOG": str(tmp_path / "l")}
-    done = subprocess.run([sys.executable, str(tmp_path / "bin" / "sacctmgr"), "ping"], env=env,
-                          capture_output=True, text=True)
-    # THEN the call fails: the test above passes only because the script started sackd
-    assert done.returncode == 1 and "sack socket" in done.stderr
+# -- 6. the accounts Job (what it does to a real slurmdbd: tests/deep/test_real_slurm.py) ---------------
 
 
 def test_declared_lists_cover_every_account_qos_and_association(rendered):
@@ -155,7 +28,7 @@ def test_declared_lists_cover_every_account_qos_and_association(rendered):
     # THEN every declared user/account pair is listed (bob is in vision and ml)
     assert lists["declared-associations"].splitlines() == ["alice|ml", "bob|ml", "bob|vision", "carol|ops"]
     assert "root" not in lists["declared-accounts"].splitlines()
-    assert load_script(spec).count("sacctmgr -i load") == 2
+    assert load_script(spec).count("sacctmgr -i load") == 1  # QoS are created one by one first (qos-create.sh)
 
 
 def _policy_cm(accounts_cfg: str) -> dict:

@@ -85,8 +85,9 @@ def test_members_are_raised_leavers_lowered_and_an_unreadable_user_left_alone(tm
     sock_path = tmp_path / "nss"
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(sock_path))
-    monkeypatch.setattr(policy, "SSSD_NSS_PIPE", str(sock_path))
-    block = policy._admin_block(parse_text("ldap.yaml", ADMINS)).replace("sssd -D\n", "true\n")
+    spec = parse_text("ldap.yaml", ADMINS)
+    assert policy.load_script(spec).count("sssd -D\n") == 1
+    block = policy._script("admin-levels.sh").replace("sssd -D\n", "true\n")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, text in (("id", STUB_ID), ("sacctmgr", STUB_SACCTMGR)):
@@ -97,7 +98,8 @@ def test_members_are_raised_leavers_lowered_and_an_unreadable_user_left_alone(tm
     (cfg / "admin-levels").write_text("alice|None\nbob|Operator\ncarol|None\ndave|None\n")
     log = tmp_path / "log"
     script = f"set -eu\ncfg={cfg}\nfailed=0\n{block}echo failed=$failed\n"
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG": str(log)}
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG": str(log),
+           "SSSD_NSS_PIPE": str(sock_path), **{e["name"]: e["value"] for e in policy._admin_env(spec)}}
     done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=30)
     sock.close()
     assert done.returncode == 0, done.stderr
@@ -114,4 +116,4 @@ def test_members_are_raised_leavers_lowered_and_an_unreadable_user_left_alone(tm
 
 def test_no_admin_groups_no_block():
     # GIVEN a directory without adminGroups THEN the script has no admin step
-    assert policy._admin_block(parse_text("ldap.yaml", LDAP + POLICY)) == ""
+    assert "sssd -D" not in policy.load_script(parse_text("ldap.yaml", LDAP + POLICY))

@@ -1,10 +1,23 @@
-"""Slurm accounts, users and QoS as code: a sacctmgr flat file and the Job that applies it.
+"""Slurm accounts, users and QoS as code: sacctmgr flat files, the Job that applies them, and the
+init container that puts in slurmdbd, before slurmctld starts, what slurmctld checks at startup.
 
-`sacctmgr -i load` adds what is missing and updates what changed, and never deletes. All `QOS -`
-lines must precede the `Cluster -` line, and on the very first load a QoS (or an account) cannot
-refer to a QoS the same file creates; so the Job first loads the QoS alone (without `Preempt=`)
-whenever one of them is missing, then the full file. Names are lower-case: sacctmgr lower-cases
-them anyway.
+Order on a fresh cluster (and on a change that adds a QoS with a partition naming it), proven with
+real Slurm 26.05.3 daemons in tests/deep/:
+1. The Controller's pod runs `qos-bootstrap` first (scripts/qos-bootstrap.sh): it creates every QoS
+   of the spec in slurmdbd, without TRES limits or Preempt. slurmctld exits at startup on a
+   partition's AllowQos/DenyQos naming an unknown QoS (SchedMD/slurm slurm-26-05-3-1
+   src/slurmctld/read_config.c qos_list_build), whatever AccountingStorageEnforce says; and
+   slurmdbd refuses a limit on gres/gpu until slurmctld has registered that TRES once. It also
+   clears the `clustername` file a start that saved no state leaves behind, which would otherwise
+   stop every later start (src/common/assoc_mgr.c load_assoc_usage).
+2. slurmctld starts and registers its TRES.
+3. The PostSync Job (scripts/accounts-load.sh) waits for those TRES, loads the whole file, sets what
+   `sacctmgr load` silently skips on entities that exist (a QoS's Preempt=, the root association's
+   QOS=/DefaultQOS=), removes what the spec dropped, and reads slurmdbd back
+   (scripts/accounts-verify.sh): a difference fails the Job, so Argo CD shows it.
+
+Both talk to slurmdbd directly, with a client slurm.conf of their own (`client_conf`) and slurm.key:
+no sackd, and no dependency on slurmctld being up. Names are lower-case: sacctmgr lower-cases them.
 
 Removals: every QoS and account we load carries `[slurmgen <cluster>]` in its Description, so the
 Job can tell ours from what an admin made by hand, or what another cluster's spec manages in a
@@ -14,27 +27,22 @@ longer declares (deepest first), then the account rows of ours left with no asso
 cluster, then our QoS. `root` and unmarked entities are never touched. The data-loss guard
 (guards.policy_removals) makes removing an account or QoS need `--allow-destroy`.
 
-The Job runs the login image with its own command, which skips the image's entrypoint (supervisord
-starting sackd: SlinkyProject/containers schedmd/slurm/26.05/*/files/usr/local/bin/login-entrypoint.sh).
-The clients authenticate through sackd's socket (auth/slurm, SchedMD/slurm slurm-26-05-1-1
-src/common/sack_api.c: /run/slurm/sack.socket) and read the slurm.conf sackd caches in
-/run/slurm/conf (src/common/read_config.c), so the script starts sackd itself, configless, as
-Slinky's LoginSet does (slurm-operator v1.2.1 internal/builder/common/common.go ConfiglessArgs).
+The Job and the init container run the login image (Slurm's client tools, same Slurm version)
+with their own command, which skips the image's entrypoint.
 
 Admin groups (`directory.adminGroups`): Slurm keeps AdminLevel per user in slurmdbd, so membership is
-resolved when the Job runs (each sync), for the users of policy.users only. The Job then also mounts
-the pods' sssd.conf (0600, root: sssd refuses anything else) and the directory CA, starts the
-image's sssd as a daemon (in login pods supervisord runs `sssd -i`: SlinkyProject/containers
-schedmd/slurm/26.05/ubuntu24.04/files/etc/supervisor/conf.d/sssd.conf), and
-reads each user's groups with `id -nG`. A user whose groups cannot be read (directory unreachable,
-unknown user: a fresh sssd has no cache) keeps its level and fails the Job, so an outage never
-lowers anyone; otherwise the level is the highest of the spec's and the groups', and a user who left
-every group goes back to the spec's (else None).
+resolved when the Job runs (each sync), for the users of policy.users only (scripts/admin-levels.sh).
+The Job then also mounts the pods' sssd.conf (0600, root: sssd refuses anything else) and the
+directory CA, starts the image's sssd as a daemon, and reads each user's groups with `id -nG`. A user
+whose groups cannot be read keeps its level and fails the Job, so an outage never lowers anyone;
+otherwise the level is the highest of the spec's and the groups', and a user who left every group
+goes back to the spec's (else None).
 """
 
 from __future__ import annotations
 
 import hashlib
+from importlib import resources
 from typing import Any, Iterable
 
 from constructs import Construct
@@ -49,11 +57,23 @@ from .secrets import sssd_secret
 CONFIG_MAP = "slurm-accounts"
 JOB = "slurm-accounts-load"
 MOUNT = "/etc/slurm-accounts"
-SACKD_DIR = "/run/slurm"  # sackd's default runtime directory (src/sackd/sackd.c DEFAULT_RUN_DIR)
-SACKD_WAIT = (60, 2)  # tries, seconds: sackd's socket and cached slurm.conf
-PING_WAIT = (30, 5)  # tries, seconds: slurmdbd answering `sacctmgr ping`
-SSSD_WAIT = (30, 2)  # tries, seconds: sssd's NSS socket
-SSSD_NSS_PIPE = "/var/lib/sss/pipes/nss"  # sssd's NSS responder socket (sssd's default pipe path)
+BOOTSTRAP_CONTAINER = "qos-bootstrap"
+#: slurmctld's state volume in the operator's pod (slurm-operator v1.2.1
+#: internal/builder/common/const.go SlurmctldStateSaveVolume; a PVC, an existing claim or an emptyDir)
+STATE_VOLUME = "statesave"
+STATE_ROOT = "/var/spool/slurmctld"  # const.go SlurmctldSpoolDir; the volume is mounted at <it>/<clusterName>
+CLIENT_CONF = "/etc/slurm/slurm.conf"  # where the clients look by default; slurm.key is read beside it
+DBD_TRIES = 30  # x 5 s: slurmdbd answering, and the TRES slurmctld registers
+BOOTSTRAP_TRIES = 60  # x 5 s, in slurmctld's pod; past it the init container fails and the kubelet retries
+SSSD_TRIES = 30  # x 2 s: sssd's NSS socket
+#: TRES every slurmdbd has from its first start (src/common/slurmdb_defs.c, assoc_mgr): the others
+#: (gres/*, license/*, ...) exist only once a slurmctld registered them.
+BUILTIN_TRES = frozenset({"cpu", "mem", "energy", "node", "billing", "fs/disk", "vmem", "pages"})
+SCRIPTS = resources.files(__package__) / "scripts"
+
+
+def _script(name: str) -> str:
+    return (SCRIPTS / name).read_text()
 
 
 def _tres(pairs: Pairs) -> str:
@@ -76,10 +96,14 @@ def mark(spec: ClusterSpec) -> str:
     return f"[slurmgen {spec.slurm_cluster_name}]"  # no colon: the flat file separates options with it
 
 
-def _qos_line(q: Qos, marker: str, *, with_preempt: bool) -> str:
+def _qos_description(q: Qos, marker: str) -> str:
+    return f"{q.description or q.name} {marker}"
+
+
+def _qos_line(q: Qos, marker: str) -> str:
     return f"QOS - '{q.name}'" + _opts([
-        ("Description", f"{q.description or q.name} {marker}"), ("Priority", q.priority),
-        ("Preempt", q.preempt if with_preempt else None), ("PreemptMode", q.preempt_mode),
+        ("Description", _qos_description(q, marker)), ("Priority", q.priority),
+        ("Preempt", q.preempt), ("PreemptMode", q.preempt_mode),
         ("GraceTime", q.grace_time_seconds), ("UsageFactor", q.usage_factor),
         ("MaxTRESPerUser", _tres(q.max_tres_per_user)), ("MaxTRESPerJob", _tres(q.max_tres_per_job)),
         ("GrpTRES", _tres(q.grp_tres)), ("MaxWallDurationPerJob", q.max_wall_duration_per_job),
@@ -99,17 +123,14 @@ def _children(policy: Policy, parent: str) -> list[PolicyAccount]:
     return [a for a in policy.accounts if a.parent == parent]
 
 
-def flat_file(spec: ClusterSpec, *, first_pass: bool = False) -> str:
-    """The sacctmgr flat file for the cluster; `first_pass` holds only the QoS, without Preempt=."""
+def flat_file(spec: ClusterSpec) -> str:
+    """The sacctmgr flat file for the cluster (QoS first, then the cluster's association tree)."""
     policy = spec.policy
     if policy is None:
         raise ValueError(f"{spec.name} declares no policy")
     cluster = spec.slurm_cluster_name
     lines = [f"# Slurm accounts and QoS of {cluster}: generated by slurmgen from {spec.name}'s spec; do not edit"]
-    lines += [_qos_line(q, mark(spec), with_preempt=not first_pass) for q in policy.qos]
-    if first_pass:
-        lines.append(f"Cluster - '{cluster}'")
-        return "\n".join(lines) + "\n"
+    lines += [_qos_line(q, mark(spec)) for q in policy.qos]
     all_qos = tuple(q.name for q in policy.qos)
     lines.append(f"Cluster - '{cluster}'" + _opts([("Fairshare", 1), ("QOS", all_qos if policy.default_qos else ()),
                                                    ("DefaultQOS", policy.default_qos)]))
@@ -136,6 +157,36 @@ def flat_file(spec: ClusterSpec, *, first_pass: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _root_qos(policy: Policy) -> tuple[str, ...]:
+    """The root association's QoS: every QoS when the spec names a default (flat_file's Cluster line)."""
+    return tuple(q.name for q in policy.qos) if policy.default_qos else ()
+
+
+def required_tres(policy: Policy) -> list[str]:
+    """TRES the limits name that slurmdbd knows only once slurmctld registered them (e.g. gres/gpu)."""
+    pairs = [p for q in policy.qos for p in (*q.max_tres_per_user, *q.max_tres_per_job, *q.grp_tres)]
+    pairs += [p for a in policy.accounts for p in (*a.grp_tres, *a.max_tres_per_job)]
+    return sorted({name for name, _ in pairs} - BUILTIN_TRES)
+
+
+def expected(policy: Policy) -> dict[str, str]:
+    """What slurmdbd must hold after the Job, as `sacctmgr -nP show` prints it (QoS names sorted).
+
+    expected-qos: `name|preempt` for every QoS; expected-associations: `account|user|qos|defaultqos`
+    for root (when the spec sets a default QoS) and for each account that declares its QoS.
+    """
+    qos = [f"{q.name}|{','.join(sorted(q.preempt))}" for q in policy.qos]
+    assocs = []
+    if policy.default_qos:
+        assocs.append(f"root||{','.join(sorted(_root_qos(policy)))}|{policy.default_qos}")
+    for a in policy.accounts:
+        if a.qos and a.default_qos:
+            assocs.append(f"{a.name}||{','.join(sorted(a.qos))}|{a.default_qos}")
+    return {"expected-qos": "".join(f"{line}\n" for line in qos),
+            "expected-associations": "".join(f"{line}\n" for line in assocs),
+            "required-tres": "".join(f"{t}\n" for t in required_tres(policy))}
+
+
 def declared(spec: ClusterSpec) -> dict[str, str]:
     """What the spec declares, one name (or `user|account`) a line: the Job deletes ours that are not listed."""
     policy = spec.policy
@@ -156,118 +207,35 @@ def admin_groups(spec: ClusterSpec) -> bool:
     return d is not None and bool(d.admin_groups or d.operator_groups)
 
 
-def _admin_block(spec: ClusterSpec) -> str:
-    """Shell: AdminLevel from directory groups, for the users we manage (see module doc)."""
-    d = spec.directory
-    if d is None or not admin_groups(spec):
-        return ""
-    admins = " ".join(g.lower() for g in d.admin_groups)
-    operators = " ".join(g.lower() for g in d.operator_groups)
-    tries, pause = SSSD_WAIT
-    return f"""# admin levels from directory groups (directory.adminGroups), for policy.users only
-sssd -D
-i=0
-until [ -S {SSSD_NSS_PIPE} ]; do
-  i=$((i + 1)); [ "$i" -le {tries} ] || {{ echo "sssd: no NSS socket after {tries * pause} s" >&2; exit 1; }}
-  sleep {pause}
-done
-admins=' {admins} '
-operators=' {operators} '
-while IFS='|' read -r user level; do
-  groups=$(id -nG "$user" 2>/dev/null) || {{
-    echo "cannot read the directory groups of $user; its AdminLevel is left as it is" >&2; failed=1; continue; }}
-  groups=$(printf '%s\n' "$groups" | tr 'A-Z' 'a-z')  # AD names: sssd case_sensitive = false
-  want=$level
-  for g in $groups; do
-    case "$operators" in *" $g "*) [ "$want" = None ] && want=Operator ;; esac
-    case "$admins" in *" $g "*) want=Administrator ;; esac
-  done
-  have=$(sacctmgr -nP show user name="$user" format=adminlevel)
-  if [ "$have" != "$want" ]; then
-    echo "AdminLevel of $user: $have -> $want"
-    sacctmgr -i modify user where name="$user" set adminlevel="$want" || failed=1
-  fi
-done < $cfg/admin-levels
-"""
-
-
-def controller_address(spec: ClusterSpec) -> str:
-    return f"{naming.CONTROLLER}-controller.{spec.namespace}:6817"
+def client_conf(spec: ClusterSpec) -> str:
+    """slurm.conf for sacctmgr talking to slurmdbd directly (the Accounting Service the operator names
+    `<Accounting>-accounting`, slurm-operator v1.2.1 controller_config.go); SlurmctldHost is only there
+    because every Slurm client requires one (src/common/read_config.c)."""
+    return "\n".join([
+        f"# sacctmgr's view of {spec.slurm_cluster_name}: slurmdbd only (generated by slurmgen)",
+        f"ClusterName={spec.slurm_cluster_name}",
+        f"SlurmctldHost={naming.CONTROLLER}-controller-0({naming.CONTROLLER}-controller.{spec.namespace})",
+        "AuthType=auth/slurm", "CredType=cred/slurm",
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        f"AccountingStorageHost={naming.CONTROLLER}-accounting", "AccountingStoragePort=6819", ""])
 
 
 def load_script(spec: ClusterSpec) -> str:
-    """sackd, a bounded wait for slurmdbd, the load, then the removals; idempotent, exit 0 when nothing changes.
+    """The Job's script: load, set what load skips, remove what the spec dropped, admin levels, verify."""
+    parts = [_script("accounts-load.sh"), _script("qos-create.sh"), _script("accounts-apply.sh")]
+    if admin_groups(spec):
+        parts.append(_script("admin-levels.sh"))
+    parts.append(_script("accounts-verify.sh"))
+    return "".join(parts)
 
-    A deletion can fail (e.g. jobs still run under the association): the script tries every one,
-    then exits 1 so the hook (and the Argo CD sync) shows it; the next sync tries again.
-    """
-    policy = spec.policy
-    if policy is None:
-        raise ValueError(f"{spec.name} declares no policy")
-    check = "".join(f'sacctmgr -nP show qos name={q.name} format=name | grep -qx {q.name} || missing=1\n'
-                    for q in policy.qos)
-    tries, pause = SACKD_WAIT
-    pings, ping_pause = PING_WAIT
-    return f"""set -eu
-cfg={MOUNT}
-cluster='{spec.slurm_cluster_name}'
-mark='{mark(spec)}'
-# sackd: the image's entrypoint is skipped; --disable-reconfig: this pod is not a login node
-/usr/sbin/sackd -D --disable-reconfig --conf-server {controller_address(spec)} &
-sackd=$!
-trap 'kill "$sackd" 2>/dev/null || true' EXIT
-i=0
-until [ -S {SACKD_DIR}/sack.socket ] && [ -f {SACKD_DIR}/conf/slurm.conf ]; do
-  kill -0 "$sackd" 2>/dev/null || {{ echo "sackd exited before its socket appeared" >&2; exit 1; }}
-  i=$((i + 1)); [ "$i" -le {tries} ] || {{ echo "sackd: no socket after {tries * pause} s" >&2; exit 1; }}
-  sleep {pause}
-done
-i=0
-until sacctmgr ping; do
-  i=$((i + 1)); [ "$i" -le {pings} ] || {{ echo "slurmdbd did not answer for {pings * ping_pause} s" >&2; exit 1; }}
-  sleep {ping_pause}
-done
-missing=0
-{check}if [ "$missing" = 1 ]; then sacctmgr -i load file=$cfg/qos-first-pass.cfg; fi
-sacctmgr -i load file=$cfg/accounts.cfg
-# removals: only what carries our mark (QoS, accounts) or hangs under it (user associations)
-# (awk: FILENAME == ARGV[1], not NR == FNR, as the first file may be empty)
-failed=0
-t=$(mktemp -d)
-sacctmgr -nP show account format=account,description | awk -F'|' -v m="$mark" 'index($2, m) {{print $1}}' > $t/marked
-sacctmgr -nP show assoc cluster="$cluster" format=account,user,parentname > $t/assocs
-awk -F'|' 'FILENAME == ARGV[1] {{m[$1]; next}} $2 == "" && ($1 in m) {{print $1}}' $t/marked $t/assocs |
-  sort -u > $t/ours
-awk -F'|' 'FILENAME == ARGV[1] {{ours[$1]; next}} ($1 in ours) && $2 != "" {{print $2 "|" $1}}' $t/ours $t/assocs |
-  sort -u | grep -vxF -f $cfg/declared-associations - > $t/gone-assocs || true
-while IFS='|' read -r user account; do
-  echo "removing user $user from account $account"
-  sacctmgr -i delete user name="$user" account="$account" cluster="$cluster" || failed=1
-done < $t/gone-assocs
-grep -vxF -f $cfg/declared-accounts $t/ours | grep -vx root > $t/gone-accounts || true
-# deepest first: depth from the account associations' parents
-awk -F'|' 'FILENAME == ARGV[1] {{gone[$1]; next}} $2 == "" {{parent[$1] = $3}}
-  END {{for (a in gone) {{d = 0; p = a; while ((p in parent) && d < 100) {{p = parent[p]; d++}}; print d, a}}}}' $t/gone-accounts $t/assocs |
-  sort -rn | while read -r depth account; do
-  echo "removing account $account from $cluster"
-  sacctmgr -i delete account name="$account" cluster="$cluster" || echo 1 > $t/failed
-done
-# with cluster= only the associations go; the account row goes once no cluster uses it
-sacctmgr -nP show assoc format=account > $t/used
-awk 'FILENAME == ARGV[1] {{used[$1]; next}} !($1 in used)' $t/used $t/marked | grep -vx root > $t/unused || true
-while read -r account; do
-  echo "removing account $account"
-  sacctmgr -i delete account name="$account" || failed=1
-done < $t/unused
-sacctmgr -nP show qos format=name,description | awk -F'|' -v m="$mark" 'index($2, m) {{print $1}}' |
-  grep -vxF -f $cfg/declared-qos - > $t/gone-qos || true
-while read -r qos; do
-  echo "removing qos $qos"
-  sacctmgr -i delete qos name="$qos" || failed=1
-done < $t/gone-qos
-{_admin_block(spec)}[ ! -f $t/failed ] || failed=1
-if [ "$failed" = 1 ]; then echo "some removals failed (jobs still running?); the next sync retries" >&2; exit 1; fi
-"""
+
+def _admin_env(spec: ClusterSpec) -> list[dict[str, str]]:
+    d = spec.directory
+    if d is None or not admin_groups(spec):
+        return []
+    return [{"name": "ADMIN_GROUPS", "value": " ".join(g.lower() for g in d.admin_groups)},
+            {"name": "OPERATOR_GROUPS", "value": " ".join(g.lower() for g in d.operator_groups)},
+            {"name": "SSSD_TRIES", "value": str(SSSD_TRIES)}]
 
 
 def config_hash(spec: ClusterSpec) -> str:
@@ -275,44 +243,88 @@ def config_hash(spec: ClusterSpec) -> str:
     return hashlib.sha256(flat_file(spec).encode()).hexdigest()[:16]
 
 
-def emit_policy(scope: Construct, spec: ClusterSpec, placement: dict[str, Any]) -> None:
-    """The flat files as a ConfigMap, and the PostSync Job that loads them into slurmdbd."""
-    emit(scope, api_version="v1", kind="ConfigMap", name=CONFIG_MAP, namespace=spec.namespace,
-         annotations=wave(0), body={"data": {"accounts.cfg": flat_file(spec),
-                                             "qos-first-pass.cfg": flat_file(spec, first_pass=True),
-                                             **declared(spec)}})
+def _client_mounts(spec: ClusterSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Volumes and mounts: the flat files, the client slurm.conf and slurm.key beside it."""
     key = spec.secrets.slurm_key
+    volumes = [
+        {"name": "accounts", "configMap": {"name": CONFIG_MAP}},
+        # 0400 (root): the kubelet adds group read for the pod's fsGroup (slurmctld's pod: slurm)
+        {"name": "accounts-slurm-key", "secret": {"secretName": key.name, "defaultMode": 0o400,
+                                                  "items": [{"key": key.key, "path": "slurm.key"}]}},
+    ]
+    mounts = [
+        {"name": "accounts", "mountPath": MOUNT, "readOnly": True},
+        {"name": "accounts", "mountPath": CLIENT_CONF, "subPath": "slurm.conf", "readOnly": True},
+        {"name": "accounts-slurm-key", "mountPath": "/etc/slurm/slurm.key", "subPath": "slurm.key", "readOnly": True},
+    ]
+    return volumes, mounts
+
+
+def bootstrap_pod(spec: ClusterSpec) -> dict[str, list[dict[str, Any]]]:
+    """The init container (and its volumes) that slurmctld's pod runs first, when accounting is on.
+
+    The operator merges template.spec.initContainers by name after its own (slurm-operator v1.2.1
+    internal/builder/common/pod_template.go BuildPodTemplate), so it runs after the logfile sidecar
+    starts and before slurmctld. It runs as the pod's user (slurm, uid 401), whom slurmdbd admits as
+    SlurmUser.
+    """
+    volumes, mounts = _client_mounts(spec)
+    state = f"{STATE_ROOT}/{spec.slurm_cluster_name}"
+    container = {
+        "name": BOOTSTRAP_CONTAINER,
+        "image": spec.images.for_component("login"),
+        "command": ["/bin/sh", "-c", _script("qos-bootstrap.sh") + _script("qos-create.sh")],
+        "env": [{"name": "STATE_DIR", "value": state}, {"name": "ACCOUNTS_DIR", "value": MOUNT},
+                {"name": "DBD_TRIES", "value": str(BOOTSTRAP_TRIES)}],
+        "volumeMounts": [*mounts, {"name": STATE_VOLUME, "mountPath": state}],
+    }
+    return {"initContainers": [container], "volumes": volumes}
+
+
+def configmap_data(spec: ClusterSpec) -> dict[str, str]:
+    """Everything the init container and the Job read: flat files, expectations, the client slurm.conf."""
+    data = {"slurm.conf": client_conf(spec)}
+    if spec.policy is None:
+        return {**data, "qos-bootstrap": "", "declared-qos": ""}
+    bootstrap = "".join(f"{q.name}|{_qos_description(q, mark(spec))}\n" for q in spec.policy.qos)
+    return {**data, "accounts.cfg": flat_file(spec), "qos-bootstrap": bootstrap, **declared(spec),
+            **expected(spec.policy)}
+
+
+def emit_accounts_config(scope: Construct, spec: ClusterSpec) -> None:
+    """The ConfigMap the init container and the Job mount (wave 0: before the Controller)."""
+    emit(scope, api_version="v1", kind="ConfigMap", name=CONFIG_MAP, namespace=spec.namespace,
+         annotations=wave(0), body={"data": configmap_data(spec)})
+
+
+def emit_policy(scope: Construct, spec: ClusterSpec, placement: dict[str, Any]) -> None:
+    """The PostSync Job that loads the flat file into slurmdbd and proves the result."""
+    volumes, mounts = _client_mounts(spec)
+    env = [{"name": "CLUSTER", "value": spec.slurm_cluster_name}, {"name": "MARK", "value": mark(spec)},
+           {"name": "ACCOUNTS_DIR", "value": MOUNT}, {"name": "DBD_TRIES", "value": str(DBD_TRIES)},
+           *_admin_env(spec)]
     pod = {
         **placement,
         "restartPolicy": "Never",
         "containers": [{
             "name": "sacctmgr",
-            "image": spec.images.for_component("login"),  # Slurm client tools, same Slurm version
+            "image": spec.images.for_component("login"),
             "command": ["/bin/sh", "-c", load_script(spec)],
-            # root: sacctmgr admits uid 0 (or SlurmUser); sackd reads slurm.key (0400, root) to sign for us
+            "env": env,
+            # root: sacctmgr admits uid 0 (or SlurmUser) and reads slurm.key (0400, root) to sign
             "securityContext": {"runAsUser": 0, "runAsGroup": 0},
-            "volumeMounts": [
-                {"name": "accounts", "mountPath": MOUNT, "readOnly": True},
-                {"name": "slurm-key", "mountPath": "/etc/slurm/slurm.key", "subPath": key.key, "readOnly": True},
-                {"name": "sackd", "mountPath": SACKD_DIR},
-                {"name": "tmp", "mountPath": "/tmp"},
-            ],
+            "volumeMounts": [*mounts, {"name": "tmp", "mountPath": "/tmp"}],
         }],
-        "volumes": [
-            {"name": "accounts", "configMap": {"name": CONFIG_MAP}},
-            {"name": "sackd", "emptyDir": {}},
-            {"name": "tmp", "emptyDir": {}},
-            {"name": "slurm-key", "secret": {"secretName": key.name, "defaultMode": 0o400,
-                                             "items": [{"key": key.key, "path": key.key}]}},
-        ],
+        "volumes": [*volumes, {"name": "tmp", "emptyDir": {}}],
     }
     if admin_groups(spec):
         sssd = sssd_secret(spec)
-        volumes, mounts = ca_volumes(spec)
+        ca_vols, ca_mounts = ca_volumes(spec)
         pod["volumes"] += [{"name": "sssd-conf", "secret": {"secretName": sssd.name, "defaultMode": 0o600,
-                                                            "items": [{"key": sssd.key, "path": "sssd.conf"}]}}, *volumes]
+                                                            "items": [{"key": sssd.key, "path": "sssd.conf"}]}}, *ca_vols]
         pod["containers"][0]["volumeMounts"] += [
-            {"name": "sssd-conf", "mountPath": "/etc/sssd/sssd.conf", "subPath": "sssd.conf", "readOnly": True}, *mounts]
+            {"name": "sssd-conf", "mountPath": "/etc/sssd/sssd.conf", "subPath": "sssd.conf", "readOnly": True},
+            *ca_mounts]
     emit(scope, api_version="batch/v1", kind="Job", name=JOB, namespace=spec.namespace,
          annotations={"argocd.argoproj.io/hook": "PostSync",
                       "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation"},

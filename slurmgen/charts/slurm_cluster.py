@@ -25,7 +25,7 @@ from ._objects import emit, wave
 from .accounting import accounting_spec
 from .autoscaling import API as KEDA_API
 from .autoscaling import AWS_AUTH, ignore_replicas, scaled_object_spec, trigger_authentication_spec
-from .policy import emit_policy
+from .policy import bootstrap_pod, emit_accounts_config, emit_policy
 from .directory import COMMON_SESSION, COMMON_SESSION_PAM, PAM_CONFIGMAP, ca_volumes, login_volumes
 from .directory import worker_sshd_config
 from .login import loginset_spec, ssh_service
@@ -98,6 +98,8 @@ class SlurmClusterChart(UnitChart):
                 emit(self, api_version=KEDA_API, kind="ScaledObject", name=naming.nodeset_cr(plan.nodeset.name),
                      namespace=spec.namespace, annotations=wave(WAVE_WORKERS + 1, **{SYNC_OPTIONS: SKIP_DRY_RUN}),
                      body={"spec": scaled_object_spec(spec, plan.nodeset)})
+        if spec.accounting.enabled:
+            emit_accounts_config(self, spec)
         if spec.policy is not None:
             emit_policy(self, spec, spec.placement.pod_spec())
         if spec.topology is not None and (spec.topology.tree or spec.topology.blocks):
@@ -180,6 +182,12 @@ class SlurmClusterChart(UnitChart):
         """slurmctld's pod template, annotated with the hash of our config files (see CONFIG_FILES_HASH)."""
         template = self._core_template("slurmctld")
         template["metadata"]["annotations"] = {CONFIG_FILES_HASH: config_files_hash(self._config_file_data())}
+        if self.spec.accounting.enabled:  # QoS in slurmdbd before slurmctld starts (policy.bootstrap_pod)
+            boot = bootstrap_pod(self.spec)
+            pod = dict(template["spec"] or {})
+            pod["initContainers"] = boot["initContainers"]
+            pod["volumes"] = [*pod.get("volumes", []), *boot["volumes"]]
+            template["spec"] = pod
         return template
 
     def _metrics(self) -> dict[str, Any]:

@@ -1,0 +1,301 @@
+"""The effective configuration in real Slurm 26.05.3 daemons: slurmdbd on MariaDB, slurmctld, dynamic slurmd.
+
+Each cluster spec under tests/deep/specs/ is rendered as users render it; its effective files
+(`--explain`), its Controller's init container, its dynamic node registrations and its accounts Job
+then run for real, changed only as harness.LOCAL_CHANGES lists. Deep tests: they skip without
+../shared/slurm (and fail then under SLURMGEN_REQUIRE_SHARED=1).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from . import harness
+from .harness import SPECS, Cluster, Rendered, render
+
+CLUSTERS = ["example", "training", "prod", "dev"]
+
+
+def _accounts_dir(cluster: Cluster, rendered: Rendered) -> tuple[Path, Path]:
+    """The slurm-accounts ConfigMap as files, and the client slurm.conf (slurmdbd local) with its key."""
+    folder = cluster.site.root / f"{cluster.name}-accounts"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    for name, text in rendered.obj("configmap-slurm-accounts.yaml")["data"].items():
+        (folder / name).write_text(text)
+    etc = folder / "client"
+    etc.mkdir()
+    conf = (folder / "slurm.conf").read_text()
+    conf = harness.set_key(conf, "AccountingStorageHost", "127.0.0.1")
+    conf = harness.set_key(conf, "AccountingStoragePort", str(cluster.site.dbd_port))
+    (etc / "slurm.conf").write_text(conf)
+    harness.write_keys(etc)
+    for path in (folder, *folder.iterdir()):
+        shutil.chown(path, "slurm", "slurm")
+    return folder, etc / "slurm.conf"
+
+
+def _run_container(cluster: Cluster, container: dict, env: dict[str, str], user: str | None = None,
+                   timeout: float = 120) -> subprocess.CompletedProcess:
+    """A rendered container's `/bin/sh -c SCRIPT`, with its env and the local paths in `env`."""
+    assert container["command"][:2] == ["/bin/sh", "-c"]
+    rendered_env = {e["name"]: e["value"] for e in container.get("env", [])}
+    full = {**os.environ, **cluster.env, **rendered_env, **env}
+    return subprocess.run(["/bin/sh", "-c", container["command"][2]], env=full, capture_output=True, text=True,
+                          timeout=timeout, user=user, cwd="/")
+
+
+def bootstrap(cluster: Cluster, rendered: Rendered) -> subprocess.CompletedProcess:
+    """The Controller pod's init container, as the pod's user (slurm)."""
+    (init,) = rendered.obj("controller-slurm.yaml")["spec"]["template"]["spec"]["initContainers"]
+    folder, conf = _accounts_dir(cluster, rendered)
+    return _run_container(cluster, init, {"STATE_DIR": str(cluster.state), "ACCOUNTS_DIR": str(folder),
+                                          "SLURM_CONF": str(conf), "DBD_TRIES": "3"}, user="slurm")
+
+
+def accounts_job(cluster: Cluster, rendered: Rendered) -> subprocess.CompletedProcess:
+    """The PostSync accounts Job's container, as root (its securityContext)."""
+    job = rendered.obj("job-slurm-accounts-load.yaml")
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    folder, conf = _accounts_dir(cluster, rendered)
+    return _run_container(cluster, container, {"ACCOUNTS_DIR": str(folder), "SLURM_CONF": str(conf),
+                                               "DBD_TRIES": "6"})
+
+
+GRES = re.compile(r"(?:^| )Gres=gpu:([^: ]+):(\d+)")
+
+
+def local_gres_conf(cluster: Cluster, nodes: dict[str, str]) -> str:
+    """gres.conf for the nodes to be registered: File= lines on stand-in devices (no NVML in this build)."""
+    dev = cluster.site.root / f"{cluster.name}-dev"
+    dev.mkdir(exist_ok=True)
+    lines = []
+    for node, conf in sorted(nodes.items()):
+        found = GRES.search(conf)
+        if not found:
+            continue
+        model, count = found.group(1), int(found.group(2))
+        files = []
+        for i in range(count):
+            path = dev / f"{node}-nvidia{i}"
+            if not path.exists():
+                os.mknod(path, 0o600 | 0o020000, os.makedev(195, i))  # a character device, NVIDIA's major
+            files.append(str(path))
+        lines.append(f"NodeName={node} Name=gpu Type={model} File={','.join(files)}")
+    return "\n".join(lines) + "\n"
+
+
+def start_cluster(site, name: str, rendered: Rendered, nodes: dict[str, str]) -> Cluster:
+    files = dict(rendered.files)
+    cluster = Cluster(site, name, files)
+    if "gres.conf" in files:
+        (cluster.etc / "gres.conf").write_text(local_gres_conf(cluster, nodes))
+    return cluster
+
+
+def one_node_per_nodeset(rendered: Rendered) -> dict[str, str]:
+    """Node name -> `--conf`, one node of each NodeSet (the pods' hostnames are <nodeset>-<i>)."""
+    return {f"{nodeset}-0": conf for nodeset, conf in rendered.nodes.items()}
+
+
+@pytest.mark.parametrize("name", CLUSTERS)
+def test_fresh_database_controller_starts_nodes_register_and_jobs_run(slurm_site, name):
+    # GIVEN a cluster's spec, rendered, and a slurmdbd that has never seen it
+    rendered = render(SPECS / f"{name}.yaml")
+    nodes = one_node_per_nodeset(rendered)
+    cluster = start_cluster(slurm_site, name, rendered, nodes)
+    try:
+        # WHEN the Controller's pod starts: its init container, then slurmctld
+        boot = bootstrap(cluster, rendered)
+        assert boot.returncode == 0, boot.stdout + boot.stderr
+        cluster.start_ctld()
+        # AND every NodeSet's slurmd registers as its pod starts it
+        for node, conf in nodes.items():
+            cluster.start_slurmd(node, conf)
+        # AND the accounts Job (a cluster with a policy) runs after the sync
+        if any(path.endswith("job-slurm-accounts-load.yaml") for path in rendered.tree):
+            job = accounts_job(cluster, rendered)
+            assert job.returncode == 0, job.stdout + job.stderr
+        # THEN each node is in the partitions slurm.conf puts its NodeSet in, with its features
+        partitions = partitions_of(rendered.files["slurm.conf"])
+        for node, conf in nodes.items():
+            nodeset = node.rsplit("-", 1)[0]
+            shown = cluster.run("scontrol", "show", "node", node).stdout
+            features = re.search(r"AvailableFeatures=(\S+)", shown).group(1).split(",")
+            assert features == re.search(r"Features=(\S+)", conf).group(1).split(","), shown
+            want = sorted(p for p, members in partitions.items() if nodeset in members)
+            got = sorted(re.search(r"Partitions=(\S+)", shown).group(1).split(","))
+            assert got == want, shown
+        # AND a job runs in each partition
+        for partition in partitions:
+            assert_job_runs(cluster, rendered, partition)
+    finally:
+        cluster.close()
+
+
+def partitions_of(slurm_conf: str) -> dict[str, set[str]]:
+    """Partition name -> the NodeSet names it lists."""
+    out = {}
+    for line in slurm_conf.splitlines():
+        found = re.match(r"PartitionName=(\S+) Nodes=(\S+)", line)
+        if found:
+            out[found.group(1)] = set(found.group(2).split(","))
+    return out
+
+
+def assert_job_runs(cluster: Cluster, rendered: Rendered, partition: str) -> None:
+    line = next(x for x in rendered.files["slurm.conf"].splitlines() if x.startswith(f"PartitionName={partition} "))
+    qos = re.search(r"AllowQos=([^, ]+)", line)
+    argv = ["srun", "-p", partition, "-N1", "-n1", "--mem=100", "-t", "1"]
+    if qos:
+        argv.append(f"--qos={qos.group(1)}")
+    done = cluster.run(*argv, "hostname", check=False, timeout=60)
+    assert done.returncode == 0, f"{partition}: {done.stdout}{done.stderr}"
+
+
+@pytest.fixture()
+def example(slurm_site):
+    """The example spec's cluster under a name of its own (each test gets a fresh Slurm cluster name)."""
+    made = []
+
+    def make(test: str, edit=None, slurm_name: str | None = None) -> tuple[Cluster, Rendered]:
+        data = yaml.safe_load((SPECS / "example.yaml").read_text())
+        data["slurm"]["clusterName"] = slurm_name or test
+        if edit:
+            edit(data)
+        path = slurm_site.root / f"{test}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        rendered = render(path)
+        cluster = start_cluster(slurm_site, test, rendered, one_node_per_nodeset(rendered))
+        made.append(cluster)
+        return cluster, rendered
+
+    yield make
+    for cluster in made:
+        cluster.close()
+
+
+def test_a_failed_start_does_not_block_the_next_one(example):
+    # GIVEN a controller that started before its QoS existed (what the init container now prevents;
+    # slurmdbd's QoS are shared by every cluster, so this one is new to it)
+    def firstboot(data: dict) -> None:
+        data["policy"]["qos"].append({"name": "firstboot", "priority": 1})
+        data["partitions"][1]["allowQos"] = ["firstboot"]
+
+    cluster, rendered = example("failedstart", firstboot)
+    failed = cluster.start_ctld(wait=False)
+    failed.popen.wait(60)
+    assert failed.popen.returncode != 0
+    assert "invalid AllowQOS (firstboot)" in failed.log.read_text()
+    assert sorted(p.name for p in cluster.state.iterdir()) == ["clustername"]
+    # WHEN the pod starts again: init container, then slurmctld
+    boot = bootstrap(cluster, rendered)
+    # THEN the init container cleared the state the failed start left, and slurmctld comes up
+    assert boot.returncode == 0, boot.stderr
+    assert "removing" in boot.stdout and "clustername" in boot.stdout
+    cluster.start_ctld()
+    # AND a later restart keeps its state (the init container touches nothing once state was saved)
+    cluster.stop_ctld()
+    assert len(list(cluster.state.iterdir())) > 1
+    boot = bootstrap(cluster, rendered)
+    assert boot.returncode == 0 and "removing" not in boot.stdout
+    cluster.start_ctld()
+
+
+def _db(cluster: Cluster, *what: str) -> list[str]:
+    return cluster.run("sacctmgr", "-nP", "show", *what).stdout.splitlines()
+
+
+def test_accounts_job_leaves_what_the_spec_declares_and_removes_only_its_own(example, slurm_site):
+    # GIVEN a running cluster, and slurmdbd holding what an older spec declared (marked), what an
+    # admin made by hand, and another cluster's entities
+    cluster, rendered = example("accounts")
+    assert bootstrap(cluster, rendered).returncode == 0
+    cluster.start_ctld()
+    mark, theirs = "[slurmgen accounts]", "[slurmgen other]"
+    for argv in (
+        ["add", "qos", "old", f"description=retired {mark}"], ["add", "qos", "manual", "description=by hand"],
+        ["add", "qos", "their-qos", f"description=x {theirs}"],
+        ["add", "account", "legacy", f"description=legacy {mark}", "cluster=accounts"],
+        ["add", "account", "legacy-sub", "parent=legacy", f"description=sub {mark}", "cluster=accounts"],
+        ["add", "user", "dave", "account=legacy-sub", "cluster=accounts"],
+        ["add", "account", "admin", "description=by hand", "cluster=accounts"],
+        ["add", "user", "eve", "account=admin", "cluster=accounts"],
+        ["modify", "qos", "normal", "set", "preempt=manual"],
+    ):
+        cluster.run("sacctmgr", "-i", *argv)
+    # WHEN the accounts Job runs
+    job = accounts_job(cluster, rendered)
+    # THEN it succeeds, and slurmdbd holds the spec's preemption and association QoS
+    assert job.returncode == 0, job.stdout + job.stderr
+    qos = dict(line.split("|") for line in _db(cluster, "qos", "format=name,preempt"))
+    assert (qos["normal"], qos["high"], qos["scavenger"]) == ("scavenger", "scavenger", "")
+    assocs = _db(cluster, "assoc", "where", "cluster=accounts", "format=account,user,qos,defaultqos")
+    assert "root||high,normal,scavenger|normal" in assocs
+    assert "ops||normal,scavenger|normal" in assocs
+    # AND what the older spec declared is gone, children first; hand-made and foreign entities stay
+    assert {"old", "legacy"} & {*qos, *_db(cluster, "account", "format=account")} == set()
+    assert {"manual", "their-qos"} <= set(qos)
+    assert "admin|eve" in _db(cluster, "assoc", "where", "cluster=accounts", "format=account,user")
+    removals = [line for line in job.stdout.splitlines() if line.startswith("removing")]
+    assert removals[:3] == ["removing user dave from account legacy-sub",
+                            "removing account legacy-sub from accounts", "removing account legacy from accounts"]
+    assert sorted(removals[3:]) == ["removing account legacy", "removing account legacy-sub", "removing qos old"]
+    # AND a user may use the QoS its account grants: scavenger on the backfill partition
+    cluster.start_slurmd("spot-0", rendered.nodes["spot"])
+    assert_job_runs(cluster, rendered, "backfill")
+    # AND a second run changes nothing and still exits 0
+    again = accounts_job(cluster, rendered)
+    assert again.returncode == 0 and "removing" not in again.stdout and "Modified" not in again.stdout
+
+
+def test_accounts_job_fails_when_slurmdbd_differs_from_the_spec(example):
+    # GIVEN a converged cluster, and an expectation sacctmgr refuses to set (a default QoS outside the list)
+    cluster, rendered = example("verify")
+    assert bootstrap(cluster, rendered).returncode == 0
+    cluster.start_ctld()
+    assert accounts_job(cluster, rendered).returncode == 0
+    folder, conf = _accounts_dir(cluster, rendered)
+    (folder / "expected-associations").write_text("ops||normal|high\n")
+    (job,) = rendered.obj("job-slurm-accounts-load.yaml")["spec"]["template"]["spec"]["containers"]
+    # WHEN the Job's read-back runs on it
+    done = _run_container(cluster, job, {"ACCOUNTS_DIR": str(folder), "SLURM_CONF": str(conf), "DBD_TRIES": "2"})
+    # THEN it fails and names what differs
+    assert done.returncode == 1
+    assert "association ops: slurmdbd does not hold QOS='normal' DefaultQOS='high'" in done.stderr
+
+
+def test_a_new_qos_and_a_partition_naming_it_come_up_in_one_sync(example):
+    # GIVEN a running cluster whose accounts Job converged
+    cluster, rendered = example("change")
+    assert bootstrap(cluster, rendered).returncode == 0
+    cluster.start_ctld()
+    assert accounts_job(cluster, rendered).returncode == 0
+
+    def add_urgent(data: dict) -> None:
+        data["policy"]["qos"].append({"name": "urgent", "priority": 5000, "maxTRESPerUser": {"gres/gpu": 2}})
+        data["policy"]["accounts"][0]["qos"].append("urgent")
+        data["partitions"].append({"name": "urgent", "nodesets": ["slinky"], "allowQos": ["urgent"]})
+
+    # WHEN one commit adds a QoS and a partition naming it: the Controller's pod restarts with the
+    # new slurm.conf after the ConfigMap (wave 0) changed, and the Job runs after the sync
+    cluster.stop_ctld()
+    _, changed = example("change-next", add_urgent, slurm_name="change")
+    cluster.write_config(changed.files)
+    if "gres.conf" in changed.files:
+        (cluster.etc / "gres.conf").write_text(local_gres_conf(cluster, one_node_per_nodeset(changed)))
+    boot = bootstrap(cluster, changed)
+    # THEN slurmctld comes up with the new partition, and the Job sets the QoS's limit
+    assert boot.returncode == 0 and "creating QoS urgent" in boot.stdout, boot.stderr
+    cluster.start_ctld()
+    assert "PartitionName=urgent" in cluster.run("scontrol", "show", "partition", "urgent").stdout
+    job = accounts_job(cluster, changed)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert "urgent|gres/gpu=2" in _db(cluster, "qos", "format=name,maxtrespu")

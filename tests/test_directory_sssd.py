@@ -156,7 +156,7 @@ def template() -> str:
     return sssd_conf_template(directory)
 
 
-def test_the_model_of_sssds_parser_sorts_the_samples(template):
+def test_the_model_of_sssds_parser_sorts_the_samples():
     # GIVEN the samples WHEN read as sssd reads them THEN the kept ones survive and the others do not
     assert [v for v in KEPT if sssd_reads(v) != v] == []
     assert [v for v in CHANGED if sssd_reads(v) == v] == []

@@ -103,9 +103,10 @@ def test_sssd_conf_is_the_reviewed_file(clusters, cluster):
 
 def test_ldap_and_ad_differ_where_the_directories_do(clusters):
     ldap, ad = sssd_conf(clusters["ldap"]), sssd_conf(clusters["ad"])
-    # THEN LDAP reads POSIX attributes, AD maps SIDs and folds names to lowercase
+    # THEN LDAP reads POSIX attributes, AD maps SIDs; both fold names to lowercase
     assert "ldap_schema = rfc2307bis\n" in ldap and "ldap_id_mapping = false\n" in ldap
-    assert "ldap_schema = ad\n" in ad and "ldap_id_mapping = true\n" in ad and "case_sensitive = false\n" in ad
+    assert "ldap_schema = ad\n" in ad and "ldap_id_mapping = true\n" in ad
+    assert "case_sensitive = false\n" in ad and "case_sensitive = false\n" in ldap
     # AND each says who may log in its own way
     assert "access_provider = ldap\nldap_access_filter = (memberOf=cn=hpc,ou=Groups,dc=corp,dc=example,dc=com)\n" in ldap
     assert "access_provider = simple\nsimple_allow_groups = hpc-users, hpc-admins\n" in ad
@@ -245,9 +246,10 @@ def test_starttls_upgrades_plain_ldap_and_still_verifies():
 def test_the_explicit_opt_out_is_visible_in_sssd_conf():
     from slurmgen.charts.directory import sssd_conf_template
 
-    # GIVEN tls.mode none (the explicit opt-out) WHEN rendered THEN sssd is told, and no TLS setting remains
+    # GIVEN tls.mode none (the explicit opt-out) WHEN rendered THEN no TLS setting remains, and sssd is
+    # told to take no passwords over the clear channel (it would refuse them anyway: ldap_auth.c)
     text = sssd_conf_template(_spec_with("{mode: none}").directory)
-    assert "ldap_auth_disable_tls_never_use_in_production = true\n" in text
+    assert "auth_provider = none\n" in text
     assert "ldap_tls_" not in text and "ldap_id_use_start_tls = false\n" in text
 
 

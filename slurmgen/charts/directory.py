@@ -65,23 +65,55 @@ session optional pam_mkhomedir.so umask=0077
 # /usr/bin/sss_ssh_authorizedkeys is in Debian/Ubuntu's sssd-common, a dependency of the images' sssd.
 AUTHORIZED_KEYS_COMMAND = "/usr/bin/sss_ssh_authorizedkeys"
 
-# Fails the ExternalSecret (its status shows why) instead of writing a value sssd.conf cannot hold:
-# a line break would start a new setting, leading or trailing blanks are stripped by sssd's parser.
-_PASSWORD_GUARD = (
-    f'{{{{- if regexMatch `^\\s|\\s$|[\\r\\n]` .{BIND_PASSWORD_KEY} }}}}'
-    '{{ fail "the directory bind password has a line break or leading/trailing blanks: sssd.conf cannot hold it" }}'
-    '{{ end -}}\n'
+# The bind password arrives in the cluster, so the ExternalSecret's template refuses what sssd would not read back
+# unchanged (its status then says why). sssd (2.9.4, as 2.13.1) parses sssd.conf with ding-libs 0.6.2 and
+# INI_PARSE_NOWRAP (src/util/sss_ini.c): the whole file goes through iconv to UTF-8 and fails on invalid bytes
+# (ini/ini_fileobj.c common_file_convert); a line ends at '\n' (ini/ini_parse.c parser_read); a value loses
+# C isspace() on both ends, vertical tab and form feed included (handle_kvp, ini/ini_valueobj.c trim_last)
+# and ends at a NUL (C strings); an empty value is dropped ("has empty value, ignoring",
+# sss_confdb_create_ldif), leaving no password. The LDIF step after it ("%s: %s\n", ldb's next_attr) keeps a
+# trimmed one-line value as it is. RE2 (Go regexp, sprig regexMatch): `\s` lacks \v, so the class is spelled
+# out; each byte of invalid UTF-8 reads as U+FFFD, so a literal U+FFFD is refused too.
+_BLANK = r"[\t\n\v\f\r ]"
+_PASSWORD_REFUSALS = (
+    (r"\A\z", "is empty: sssd ignores an empty ldap_default_authtok, so it binds with no password; store the password there"),
+    (rf"\A{_BLANK}|{_BLANK}\z", "starts or ends with whitespace (space, tab, vertical tab, form feed, CR or LF), which "
+     "sssd's config parser strips: remove it there, or give the bind account a password without it"),
+    (r"[\n\x00\x{FFFD}]", "holds a line break, a NUL byte or bytes that are not UTF-8 (or U+FFFD), which sssd.conf "
+     "cannot hold (sssd cuts the value or refuses the file): give the bind account a password without them"),
 )
+
+
+def _password_source(d: Directory) -> str:
+    """Where the bind password lives, for the refusal messages (names only, never the value)."""
+    if d.bind_password_secret is not None:
+        return f"Secret {d.bind_password_secret.name}, key {d.bind_password_secret.key}"
+    prop = f", property {d.bind_password_property}" if d.bind_password_property else ""
+    return f"Secrets Manager secret {d.bind_password_name}{prop}"
+
+
+def _password_guard(d: Directory) -> str:
+    """Template lines that fail the ExternalSecret, with the reason, instead of writing a password sssd alters."""
+    where = _password_source(d)
+    return "".join(
+        f'{{{{- if regexMatch `{pattern}` .{BIND_PASSWORD_KEY} }}}}'
+        f'{{{{ fail "directory bind password ({where}) {why}" }}}}{{{{ end -}}}}\n'
+        for pattern, why in _PASSWORD_REFUSALS)
 
 
 def _domain_lines(d: Directory, password: str) -> list[tuple[str, str]]:
     """[domain/default] settings, in a fixed order (same spec, same bytes)."""
     ad = d.kind == "ad"
+    clear = d.tls_mode == "none"
     lines: list[tuple[str, str]] = [
         ("id_provider", "ldap"),
-        ("auth_provider", "ldap"),
+        # tls.mode none: sssd's LDAP provider refuses a user's password over a clear channel
+        # (src/providers/ldap/ldap_auth.c, "Aborting the authentication request"); its only switch,
+        # ldap_auth_disable_tls_never_use_in_production, is undocumented and absent from cfg_rules.ini
+        # (`sssctl config-check` rejects it). So password logins are off, explicitly: keys only.
+        ("auth_provider", "none" if clear else "ldap"),
         ("chpass_provider", "none"),
-        ("ldap_schema", "ad" if ad else "rfc2307bis"),
+        ("ldap_schema", d.ldap_schema),
         ("ldap_uri", ", ".join(d.uris)),
         ("ldap_search_base", d.search_base),
     ]
@@ -95,19 +127,20 @@ def _domain_lines(d: Directory, password: str) -> list[tuple[str, str]]:
         ("ldap_default_authtok", password),
         ("ldap_id_use_start_tls", "true" if d.tls_mode == "starttls" else "false"),
     ]
-    if d.tls_mode != "none":
+    if not clear:
         lines.append(("ldap_tls_reqcert", "demand" if d.tls_verify else "never"))
         if d.ca_ref is not None:
             lines.append(("ldap_tls_cacert", f"{CA_DIR}/{CA_FILE}"))
-    else:
-        # sssd refuses to authenticate over a clear channel unless told (sssd-ldap(5)).
-        lines.append(("ldap_auth_disable_tls_never_use_in_production", "true"))
     # AD: UIDs/GIDs mapped from SIDs (no POSIX attributes needed), referrals off (slow, and the
-    # read-only user cannot follow them), names folded to lowercase, as ParallelCluster does.
+    # read-only user cannot follow them), as ParallelCluster does.
+    # Names: case-insensitive and lowercased for both kinds (sssd.conf(5) case_sensitive; true is invalid
+    # for AD). Slurm's accounting lowercases user names (slurmdbd.conf(5) PreserveCaseUser, off) and
+    # compares them case-insensitively, and policy.users / adminGroups are matched lowercased; LDAP's uid
+    # attribute itself matches case-insensitively (caseIgnoreMatch), so `JSmith` logs in as `jsmith`.
     lines += [
         ("ldap_id_mapping", "true" if ad else "false"),
         ("ldap_referrals", "false"),
-        ("case_sensitive", "false" if ad else "true"),
+        ("case_sensitive", "false"),
         ("use_fully_qualified_names", "false"),
         ("ldap_user_ssh_public_key", d.public_key_attribute),
     ]
@@ -117,16 +150,35 @@ def _domain_lines(d: Directory, password: str) -> list[tuple[str, str]]:
         lines += [("access_provider", "simple"), ("simple_allow_groups", ", ".join(d.allowed_groups))]
     lines += [
         ("override_homedir", f"{d.homes_path}/%u"),  # on FSx: the same home on login and slurmd pods
-        ("default_shell", "/bin/bash"),
+        ("default_shell", "/bin/bash"),  # a user without loginShell
+    ]
+    if d.override_shell:
+        lines.append(("override_shell", d.override_shell))
+    lines += [
         ("cache_credentials", "true"),
         ("enumerate", "false"),
     ]
     return lines + list(d.extra_sssd_conf)
 
 
+def _nss_lines(d: Directory) -> list[tuple[str, str]]:
+    """[nss]: local accounts stay local; a loginShell the image lacks becomes the fallback shell.
+
+    sssd keeps a user's shell listed in the image's /etc/shells and, with `allowed_shells = *`, gives any
+    other the shell_fallback (src/responder/common/responder_utils.c sss_resp_get_shell_override, 2.9.4);
+    without allowed_shells it hands out a shell the image lacks and the login fails. override_shell
+    (domain) wins over both. The Slinky images (SlinkyProject/containers schedmd/slurm/26.05
+    ubuntu24.04 Dockerfile, FROM ubuntu:24.04) have bash and sh (dash) only: no zsh, tcsh, ksh or fish.
+    """
+    lines = [("filter_users", "root, slurm, nobody"), ("filter_groups", "root, slurm, nogroup")]
+    if not d.override_shell:
+        lines += [("allowed_shells", "*"), ("shell_fallback", d.shell_fallback)]
+    return lines
+
+
 def sssd_conf_template(d: Directory) -> str:
     """sssd.conf as an External Secrets v2 template: everything but the bind password, which ESO fills."""
-    return _PASSWORD_GUARD + _sssd_conf(d, f"{{{{ .{BIND_PASSWORD_KEY} }}}}")
+    return _password_guard(d) + _sssd_conf(d, f"{{{{ .{BIND_PASSWORD_KEY} }}}}")
 
 
 def sssd_conf_text(d: Directory) -> str:
@@ -137,8 +189,10 @@ def sssd_conf_text(d: Directory) -> str:
 
 def _sssd_conf(d: Directory, password: str) -> str:
     sections = [
-        ("sssd", [("config_file_version", "2"), ("services", "nss, pam, ssh"), ("domains", DOMAIN)]),
-        ("nss", [("filter_users", "root, slurm, nobody"), ("filter_groups", "root, slurm, nogroup")]),
+        # No config_file_version: optional since long (default 2) and removed in sssd 2.10.0, whose
+        # `sssctl config-check` rejects it (SSSD/sssd e57093067 "CONFDB: get rid of 'config_file_version'").
+        ("sssd", [("services", "nss, pam, ssh"), ("domains", DOMAIN)]),
+        ("nss", _nss_lines(d)),
         ("pam", []),
         ("ssh", []),
         (f"domain/{DOMAIN}", _domain_lines(d, password)),

@@ -586,14 +586,31 @@ def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
 
 
 # sssd.conf keys the generator writes itself (slurmgen/charts/directory.py); extraSssdConf must not
-# set them, and never a password (the bind password is only a Secrets Manager reference).
-DIRECTORY_OWNED_KEYS = frozenset({
-    "id_provider", "auth_provider", "access_provider", "chpass_provider", "ldap_schema", "ldap_uri",
-    "ldap_search_base", "ldap_user_search_base", "ldap_group_search_base", "ldap_default_bind_dn",
-    "ldap_default_authtok", "ldap_default_authtok_type", "ldap_id_use_start_tls", "ldap_tls_reqcert",
-    "ldap_tls_cacert", "ldap_id_mapping", "ldap_user_ssh_public_key", "ldap_access_filter",
-    "simple_allow_groups", "override_homedir", "use_fully_qualified_names", "case_sensitive",
-})
+# set them, and never a password (the bind password is only a Secrets Manager reference). Each names
+# the directory field it comes from, or why it is fixed.
+_FIXED = "fixed by slurmgen (sssd reads the directory through LDAP); remove it"
+DIRECTORY_OWNED_KEYS: dict[str, str] = {
+    **dict.fromkeys(("id_provider", "chpass_provider", "ldap_default_authtok_type", "use_fully_qualified_names"), _FIXED),
+    "auth_provider": "set by slurmgen from directory.tls.mode (none: no password logins); set that instead",
+    "access_provider": "set by slurmgen from directory.access; set that instead",
+    "ldap_schema": "set by slurmgen from directory.kind and directory.ldapSchema; set those instead",
+    "ldap_uri": "set by slurmgen from directory.uris; set that instead",
+    "ldap_search_base": "set by slurmgen from directory.searchBase; set that instead",
+    "ldap_user_search_base": "set by slurmgen from directory.userSearchBase; set that instead",
+    "ldap_group_search_base": "set by slurmgen from directory.groupSearchBase; set that instead",
+    "ldap_default_bind_dn": "set by slurmgen from directory.bindDn; set that instead",
+    "ldap_id_use_start_tls": "set by slurmgen from directory.tls.mode; set that instead",
+    "ldap_tls_reqcert": "set by slurmgen from directory.tls.verify; set that instead",
+    "ldap_tls_cacert": "set by slurmgen from directory.tls.ca; set that instead",
+    "ldap_id_mapping": "set by slurmgen from directory.kind (ad maps IDs from SIDs); set that instead",
+    "ldap_user_ssh_public_key": "set by slurmgen from directory.ssh.publicKeyAttribute; set that instead",
+    "ldap_access_filter": "set by slurmgen from directory.access.filter; set that instead",
+    "simple_allow_groups": "set by slurmgen from directory.access.allowedGroups; set that instead",
+    "override_homedir": "set by slurmgen from directory.homes.path; set that instead",
+    "override_shell": "set by slurmgen from directory.shell.override; set that instead",
+    "case_sensitive": ("names are always case-insensitive and lowercased (Slurm's accounting lowercases user names); "
+                       "remove it"),
+}
 
 SSSD_SECRET_NAME = "slurm-sssd-conf"  # charts/secrets.py SSSD_SECRET (the spec layer imports no chart)
 
@@ -608,6 +625,9 @@ def directory_settings(spec: dict[str, Any]) -> Iterator[Finding]:
     directory = spec.get("directory")
     if directory is None:
         return
+    if directory["kind"] == "ad" and "ldapSchema" in directory:
+        yield ("directory.ldapSchema", "only for kind ldap: Active Directory is read with sssd's ad schema; "
+               "remove ldapSchema")
     tls = directory["tls"]
     scheme = {"ldaps": "ldaps://", "starttls": "ldap://", "none": "ldap://"}[tls["mode"]]
     for index, uri in enumerate(directory["uris"]):
@@ -630,7 +650,7 @@ def directory_settings(spec: dict[str, Any]) -> Iterator[Finding]:
         if "authtok" in key or "password" in key:
             yield f"directory.extraSssdConf.{key}", "no passwords here: the bind password is only a reference (directory.bindPassword)"
         elif key in DIRECTORY_OWNED_KEYS:
-            yield f"directory.extraSssdConf.{key}", "set by slurmgen from the directory section; change that field instead"
+            yield f"directory.extraSssdConf.{key}", DIRECTORY_OWNED_KEYS[key]
 
 
 def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -673,7 +693,7 @@ def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
 
 def directory_user_names(spec: dict[str, Any]) -> Iterator[Finding]:
     """policy.users must be names the directory hands out (the schema already requires POSIX login
-    names, lowercase as sssd reports AD names with case_sensitive = false)."""
+    names, lowercase as sssd reports directory names with case_sensitive = false)."""
     if spec.get("directory") is None or spec.get("policy") is None:
         return
     for index, user in enumerate(spec["policy"]["users"]):

@@ -63,6 +63,11 @@ _INLINE_HINTS = {
     # directory.adminGroups: `id -nG` separates group names with spaces (charts/policy.py)
     r"^[a-zA-Z0-9_.-]+$": "must be a directory group name without spaces: letters, digits, '_', '.', '-'",
     r"^[A-Za-z0-9_][A-Za-z0-9._/+-]*$": "must be a branch, tag or commit: letters, digits, '.', '_', '/', '+', '-', not starting with '-' or '.'",
+    r"^/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$": "must be an absolute path: '/', then letters, digits, '.', '_', '-' and '/'",
+    # policy.users: one case rule end to end (charts/directory.py, case_sensitive)
+    r"^[a-z_][a-z0-9_.-]{0,31}$": ("must be a lowercase login name (a-z, 0-9, '_', '.', '-'; at most 32; not starting "
+                                   "with a digit, '.' or '-'): slurmdbd stores user names lowercased (PreserveCaseUser "
+                                   "unset), and sssd reports directory names lowercased (case_sensitive = false)"),
 }
 
 

@@ -334,6 +334,8 @@ def _directory(d: dict[str, Any]) -> Directory | None:
         homes_path=homes, create_homes=raw["homes"]["createOnLogin"], public_key_attribute=raw["ssh"]["publicKeyAttribute"], root_login=raw["ssh"]["rootLogin"],
         extra_sssd_conf=tuple((k, v) for k, v in raw["extraSssdConf"].items()),
         admin_groups=tuple(raw["adminGroups"]["administrators"]), operator_groups=tuple(raw["adminGroups"]["operators"]),
+        ldap_schema="ad" if raw["kind"] == "ad" else raw.get("ldapSchema", "rfc2307bis"),
+        override_shell=raw["shell"].get("override"), shell_fallback=raw["shell"]["fallback"],
     )
 
 

@@ -314,6 +314,9 @@ class Directory:
     extra_sssd_conf: Pairs
     admin_groups: tuple[str, ...] = ()  # members: AdminLevel=Administrator (resolved by the accounts Job)
     operator_groups: tuple[str, ...] = ()  # members: AdminLevel=Operator
+    ldap_schema: str = "rfc2307bis"  # sssd ldap_schema: rfc2307bis | rfc2307 (kind ldap) | ad
+    override_shell: str | None = None  # every directory user's shell
+    shell_fallback: str = "/bin/bash"  # for a loginShell the image lacks
 
 
 @dataclass(frozen=True)

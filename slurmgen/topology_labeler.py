@@ -49,9 +49,9 @@ def assign_blocks(nodes: Iterable[tuple[str, str | None, str | None]], slots: li
     base block, however many it holds. So: a labeled node keeps its declared slot (jobs pending or
     running on it depend on it: a relabel leaves them BadConstraints for good); a domain's new nodes
     join its own slot, past `size` if need be, rather than open another; a new domain tops up the
-    first partly filled slot, or opens the first empty one when it fills a slot alone. Filled this
-    way, slots are used from b0 on with at most one partly filled, so a job of any size up to the node
-    count fits; holes that departed nodes leave are filled first. Nodes without a domain get none.
+    first partly filled slot, else opens the first empty one. Filled this way, slots are used from b0
+    on, all full but the last, so a job of any size up to the node count fits; holes that departed
+    nodes leave are filled first. Nodes without a domain get none.
     """
     members: dict[str, list[str]] = {s: [] for s in slots}  # slot -> the domain of each of its nodes
     result: dict[str, str] = {}
@@ -64,29 +64,27 @@ def assign_blocks(nodes: Iterable[tuple[str, str | None, str | None]], slots: li
             members[current].append(domain)
         else:
             new.setdefault(domain, []).append(node)
-    # Domains already placed first (they only go to their own slots), then the small ones, which
-    # top up partly filled slots before a domain that fills a slot alone takes an empty one.
+    # Domains already placed first (they only go to their own slots), then the largest: it gets a
+    # slot of its own, and the small ones after it share the next.
     known = {d for doms in members.values() for d in doms}
-    for domain in sorted(new, key=lambda d: (d not in known, len(new[d]), d)):
+    for domain in sorted(new, key=lambda d: (d not in known, -len(new[d]), d)):
         for node in new[domain]:
-            slot = _pick_slot(slots, members, domain, size, len(new[domain]))
+            slot = _pick_slot(slots, members, domain, size)
             result[node] = slot
             members[slot].append(domain)
     return result
 
 
-def _pick_slot(slots: list[str], members: dict[str, list[str]], domain: str, size: int,
-               arriving: int) -> str:
-    """The slot for one new node of `domain`, lowest index first within each choice."""
+def _pick_slot(slots: list[str], members: dict[str, list[str]], domain: str, size: int) -> str:
+    """The slot for one new node of `domain`: its own with room, its own, a partly filled one, an
+    empty one, each lowest index first; with more nodes than slots, the emptiest."""
     own = [s for s in slots if domain in members[s]]
-    partial = [s for s in slots if 0 < len(members[s]) < size]
-    empty = [s for s in slots if not members[s]]
-    own_room = [s for s in own if len(members[s]) < size]
-    fresh = (empty + partial) if arriving >= size else (partial + empty)
-    for choice in (own_room, own, fresh):
+    choices = ([s for s in own if len(members[s]) < size], own,
+               [s for s in slots if 0 < len(members[s]) < size], [s for s in slots if not members[s]])
+    for choice in choices:
         if choice:
             return choice[0]
-    return min(slots, key=lambda s: len(members[s]))  # more nodes than slots: the emptiest
+    return min(slots, key=lambda s: len(members[s]))
 
 
 def _current_unit(annotation: str | None, topology: str) -> str | None:

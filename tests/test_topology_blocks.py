@@ -3,6 +3,7 @@ format in its README.md): the exact slots, and which job sizes Slurm's block pla
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,29 @@ def test_block_assignment(case):
 def test_block_placement_model(counts, sizes, accepted):
     # GIVEN nodes per slot WHEN every job size up to the node count is tried THEN exactly these fit
     assert [n for n in range(1, sum(counts) + 1) if fits(counts, sizes, n)] == accepted
+
+
+SIZES = ([1], [2], [4], [2, 4], [2, 8], [2, 4, 8], [1, 2, 4, 8], [3, 6])
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_nodes_arriving_in_rounds_leave_every_job_size_placeable(seed):
+    # GIVEN a partition of up to 16 nodes over random uneven domains, its nodes arriving over rounds
+    # of the labeler (each round sees the slots the previous ones gave)
+    rng = random.Random(seed)
+    sizes = rng.choice(SIZES)
+    slots = [f"b{i}" for i in range(16)]
+    arrivals = [f"d{d}" for d in range(rng.randint(1, 6)) for _ in range(rng.choice([1, 1, 1, 2, 3, 4, 5]))]
+    rng.shuffle(arrivals)
+    labels: dict[str, str] = {}
+    domains = {f"n{i:02}": d for i, d in enumerate(arrivals)}
+    cut = sorted(rng.sample(range(len(arrivals) + 1), k=min(3, len(arrivals) + 1)))
+    for end in [*cut, len(arrivals)]:
+        present = [(n, domains[n], labels.get(n)) for n in sorted(domains)[:end]]
+        got = lab.assign_blocks(present, slots, sizes[0])
+        # THEN no labeled node ever moves
+        assert all(got[n] == s for n, s in labels.items() if n in got)
+        labels.update(got)
+    # AND every job size up to the node count fits Slurm's block placement
+    counts = [sum(1 for s in labels.values() if s == slot) for slot in slots]
+    assert [n for n in range(1, len(arrivals) + 1) if not fits(counts, sizes, n)] == [], (sizes, counts)

@@ -86,3 +86,15 @@ def test_nodes_arriving_in_rounds_leave_every_job_size_placeable(seed):
     # AND every job size up to the node count fits Slurm's block placement
     counts = [sum(1 for s in labels.values() if s == slot) for slot in slots]
     assert [n for n in range(1, len(arrivals) + 1) if not fits(counts, sizes, n)] == [], (sizes, counts)
+
+
+def test_a_layer_4_domain_label_is_accepted_on_types_labelled_with_four_layers():
+    # GIVEN a block partition of p6-b200 nodes (EKS labels four network node layers) grouped by layer 4
+    from slurmgen.spec import parse_text
+
+    text = (Path(__file__).parent / "cases" / "bad" / "topology_block_domain_layer_missing.yaml").read_text()
+    ok = text.replace("instanceType: p5e.48xlarge", "instanceType: p6-b200.48xlarge")
+    assert ok != text
+    # WHEN loaded THEN it is valid, and the labeler groups by that label
+    spec = parse_text("t.yaml", ok)
+    assert spec.topology is not None and spec.topology.domain_label == "topology.k8s.aws/network-node-layer-4"

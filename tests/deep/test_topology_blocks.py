@@ -153,6 +153,7 @@ def _assignment() -> tuple[str, dict[str, str], list[str], list[int]]:
     nodes = [{"metadata": {"name": name, "labels": {cfg["poolLabel"]: block["pools"][0],
                                                     block["domainLabel"]: domain}}}
              for name, domain in DOMAINS.items()]
+    assert spec.topology is not None
     return topology_yaml(spec), lab.desired(nodes, cfg), block["slots"], list(spec.topology.blocks[0].sizes)
 
 

@@ -9,9 +9,10 @@ to the Slurm node (nodeset_sync.go syncSlurmTopology -> UpdateNodeTopology).
 Tree: `<topology>:<root>:<layer-1>:<layer-2>:<layer-3>[:<layer-4>]`; Slurm creates the switches
 below the declared root on the fly (slurm-26-05-1-1 src/plugins/topology/tree/topology_tree.c,
 topology_p_add_rm_node). Block: Slurm only accepts blocks the file declares (topology_block.c), so
-topology.yaml declares slots and this script assigns each node one, keeping nodes that share the
-domain label (by default the nearest EC2 network node) in the same slot while it has room. The
-assignment lives in the annotations themselves: a restart keeps it.
+topology.yaml declares slots and this script assigns each node one (assign_blocks): slots fill from
+the first, since Slurm forms larger blocks only from aligned groups of slots; nodes that share the
+domain label (by default the nearest EC2 network node) share a slot, past its size if need be; a
+labeled node is never moved. The assignment lives in the annotations themselves: a restart keeps it.
 """
 
 from __future__ import annotations
@@ -42,33 +43,48 @@ def assign_blocks(nodes: Iterable[tuple[str, str | None, str | None]], slots: li
                   size: int) -> dict[str, str]:
     """{node: slot} for (node, domain, current slot) triples, deterministic in node name order.
 
-    A node keeps a valid current slot while that slot has room; a new node joins a slot that already
-    holds its domain, else an empty slot, else any slot with room. Nodes without a domain get none.
+    Slurm's topology/block places a job of n nodes in one aligned group of 2^k base blocks (a pair is
+    b0+b1 or b2+b3, never b1+b2; _get_block_level and eval_nodes_block in
+    src/plugins/topology/block/eval_nodes_block.c at slurm-26-05-3-1), and counts every node of a
+    base block, however many it holds. So: a labeled node keeps its declared slot (jobs pending or
+    running on it depend on it: a relabel leaves them BadConstraints for good); a domain's new nodes
+    join its own slot, past `size` if need be, rather than open another; a new domain tops up the
+    first partly filled slot, else opens the first empty one. Filled this way, slots are used from b0
+    on, all full but the last, so a job of any size up to the node count fits; holes that departed
+    nodes leave are filled first. Nodes without a domain get none.
     """
+    members: dict[str, list[str]] = {s: [] for s in slots}  # slot -> the domain of each of its nodes
     result: dict[str, str] = {}
-    used: dict[str, int] = {s: 0 for s in slots}
-    domain_of: dict[str, str] = {}
-    todo: list[tuple[str, str]] = []
-    for node, domain, current in sorted(nodes):
+    new: dict[str, list[str]] = {}
+    for node, domain, current in sorted(nodes, key=lambda t: t[0]):
         if not domain:
             continue
-        if current in used and used[current] < size and domain_of.get(current, domain) == domain:
+        if current in members:
             result[node] = current
-            used[current] += 1
-            domain_of.setdefault(current, domain)
+            members[current].append(domain)
         else:
-            todo.append((node, domain))
-    for node, domain in todo:
-        free = [s for s in slots if used[s] < size]
-        same = [s for s in free if domain_of.get(s) == domain]
-        empty = [s for s in free if used[s] == 0]
-        choice = next(iter(same or empty or free), None)
-        if choice is None:
-            continue
-        result[node] = choice
-        used[choice] += 1
-        domain_of.setdefault(choice, domain)
+            new.setdefault(domain, []).append(node)
+    # Domains already placed first (they only go to their own slots), then the largest: it gets a
+    # slot of its own, and the small ones after it share the next.
+    known = {d for doms in members.values() for d in doms}
+    for domain in sorted(new, key=lambda d: (d not in known, -len(new[d]), d)):
+        for node in new[domain]:
+            slot = _pick_slot(slots, members, domain, size)
+            result[node] = slot
+            members[slot].append(domain)
     return result
+
+
+def _pick_slot(slots: list[str], members: dict[str, list[str]], domain: str, size: int) -> str:
+    """The slot for one new node of `domain`: its own with room, its own, a partly filled one, an
+    empty one, each lowest index first; with more nodes than slots, the emptiest."""
+    own = [s for s in slots if domain in members[s]]
+    choices = ([s for s in own if len(members[s]) < size], own,
+               [s for s in slots if 0 < len(members[s]) < size], [s for s in slots if not members[s]])
+    for choice in choices:
+        if choice:
+            return choice[0]
+    return min(slots, key=lambda s: len(members[s]))
 
 
 def _current_unit(annotation: str | None, topology: str) -> str | None:

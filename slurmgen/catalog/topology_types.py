@@ -31,6 +31,11 @@ def unlabelled(instance_type: str | Sequence[str]) -> list[str]:
     return [t for t in _types(instance_type) if t not in topology_layers()]
 
 
+def fewest_layers(instance_type: str | Sequence[str]) -> int:
+    """The fewest network node layers any type of a nodeset's `instanceType` is labelled with (0: unlabelled)."""
+    return min(topology_layers().get(t, 0) for t in _types(instance_type))
+
+
 def has_topology(instance_type: str | Sequence[str]) -> bool:
     """Every type the nodeset may launch carries the labels (Karpenter may pick any type of a list)."""
     return not unlabelled(instance_type)

@@ -11,9 +11,10 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any, Iterator
 
-from ..catalog.topology_types import DATA, default_topology_nodeset, has_topology, unlabelled
+from ..catalog.topology_types import DATA, default_topology_nodeset, fewest_layers, has_topology, unlabelled
 
 Finding = tuple[str, str]
+LAYER_LABEL = "topology.k8s.aws/network-node-layer-"
 MAX_BLOCK_LEVELS = 16  # src/plugins/topology/block/block_record.h; block_record.c _list_to_bitmap
 TOPOLOGY_NAMES = {"tree": "tree", "flat": "flat"}  # block topologies are named block-<partition>
 
@@ -124,3 +125,20 @@ def topology_rules(spec: dict[str, Any]) -> Iterator[Finding]:
         if max(sizes) > most:
             yield (field, f"block size {max(sizes)} is larger than the {most} Slurm node(s) partition "
                           f"{part['name']!r} can have ({', '.join(names)}); use sizes up to {most}")
+            continue
+        yield from _domain_label_rule(spec, part, [by_name[n] for n in names if n in by_name])
+
+
+def _domain_label_rule(spec: dict[str, Any], part: dict[str, Any], nodesets: list[dict[str, Any]]) -> Iterator[Finding]:
+    """The labeler places a node in a block only once it carries the domain label: an EC2 layer its
+    instance types lack would leave the partition with no block node, and no block job could run."""
+    label = (spec.get("topology") or {}).get("blockDomainLabel", f"{LAYER_LABEL}3")
+    layer = label.removeprefix(LAYER_LABEL)
+    if not (label.startswith(LAYER_LABEL) and layer.isdigit()):
+        return
+    short = [ns["name"] for ns in nodesets if fewest_layers(ns["instanceType"]) < int(layer)]
+    if short:
+        yield ("topology.blockDomainLabel",
+               f"{label} is on no node of {', '.join(repr(n) for n in short)} (EKS labels its instance types "
+               f"with layers 1..{min(fewest_layers(ns['instanceType']) for ns in nodesets if ns['name'] in short)}), "
+               f"so block partition {part['name']!r} would get no node in a block; use {LAYER_LABEL}3")

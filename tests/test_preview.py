@@ -533,6 +533,9 @@ def test_grafana_reads_an_in_cluster_generated_admin_secret():
     assert spec["target"]["template"]["metadata"]["labels"]["slurmgen.dev/backup"] == "required"
     # AND nothing in it is a Helm template (the chart passes extraManifests through tpl)
     assert "{{" not in repr(values["extraManifests"])
+    # AND both objects are valid against the pinned External Secrets CRDs (vendored, strict)
+    from slurmgen.validate import Validator
+    assert [Validator.create().validate(o) for o in values["extraManifests"]] == [[], []]
     # AND the Application retries until External Secrets' CRDs exist
     app = cluster.files["apps/application-t-kube-prometheus-stack.yaml"]
     assert app["spec"]["syncPolicy"]["retry"]["limit"] == -1

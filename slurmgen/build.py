@@ -75,7 +75,8 @@ def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceTy
     other_taints = tuple(sorted({t.key for p in plans.values() for t in p.taints} - known))
     releases = helm.releases(spec, nvidia=any(p.instance.is_nvidia for p in plans.values()),
                              efa=any(p.shape.efa for p in plans.values()), other_taints=other_taints,
-                             neuron_pools=[p.nodepool for p in plans.values() if p.instance.is_neuron])
+                             neuron_pools=[p.nodepool for p in plans.values() if p.instance.is_neuron],
+                             efa_pools=[p.nodepool for p in plans.values() if p.shape.efa])
     charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec),
                            ArgoCDSettingsChart(app, spec)]
     return RenderedCluster(spec=spec, plans=plans, files=_files(charts))

@@ -51,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
                         "$SLURMGEN_CHART_DIR, the cache, or their repository) and prove the AppProject, placement, "
                         "images and value keys; write nothing (needs 'make preview-install')")
     p.add_argument("--cluster", metavar="NAME", help="with --explain or --preview: only this cluster")
+    p.add_argument("--allow-unproven", action="append", default=[], metavar="CHART",
+                   help="with --preview: a chart (by chart name, repeatable) whose source cannot be found is "
+                        "reported but does not fail the preview; without it, every chart must render")
     p.add_argument("--crd-dir", type=Path, metavar="DIR",
                    help="validate against the CRD YAML files in DIR instead of the vendored, pinned schemas")
     p.add_argument("--no-cache", action="store_true",
@@ -78,6 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.cluster and not (args.explain or args.preview):
         print("--cluster: only with --explain FILE or --preview", file=sys.stderr)
+        return 2
+    if args.allow_unproven and not args.preview:
+        print("--allow-unproven: only with --preview", file=sys.stderr)
         return 2
     if args.explain and args.explain not in (IDENTITY, SSSD_CONF):
         from .slurmconf.explain import ExplainError, check_file
@@ -114,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.explain:
         return _explain(result, args.explain, args.cluster)
     if args.preview:
-        return _preview(result, args.cluster)
+        return _preview(result, args.cluster, args.allow_unproven)
     if args.summary:
         return _summary(result, out, args.base, args.base_dir, subset=bool(args.spec))
     from . import guards, output
@@ -282,11 +288,11 @@ def _explain(result: object, name: str, cluster: str | None) -> int:
     return 0
 
 
-def _preview(result: object, cluster: str | None) -> int:
+def _preview(result: object, cluster: str | None, allow_unproven: Sequence[str] = ()) -> int:
     """`--preview`: report per chart on stdout, one line per problem on stderr; exit 2 on a problem."""
     import time
 
-    from .preview import PreviewUnavailable, locator_from_env, preview_clusters
+    from .preview import PreviewUnavailable, helm_sources, locator_from_env, preview_clusters
     from .preview.charts import helm_sdk
 
     clusters = [c for c in result.clusters if cluster in (None, c.spec.name)]  # type: ignore[attr-defined]
@@ -294,10 +300,16 @@ def _preview(result: object, cluster: str | None) -> int:
         names = ", ".join(c.spec.name for c in result.clusters)  # type: ignore[attr-defined]
         print(f"--cluster: no cluster named {cluster!r}; rendered: {names}", file=sys.stderr)
         return 2
+    charts = sorted({s.chart for c in clusters for s in helm_sources(dict(c.files))})
+    for name in allow_unproven:
+        if name not in charts:  # a misspelt allowance would silently allow nothing
+            print(f"--allow-unproven {name}: no Helm Application of the previewed cluster(s) uses chart {name}; "
+                  f"charts: {', '.join(charts)}", file=sys.stderr)
+            return 2
     start = time.perf_counter()
     try:
         helm_sdk()  # before any work: a missing SDK is one line, whatever the chart sources
-        previews = preview_clusters(clusters, locator_from_env())
+        previews = preview_clusters(clusters, locator_from_env(), frozenset(allow_unproven))
     except PreviewUnavailable as err:
         print(err, file=sys.stderr)
         return 2
@@ -307,11 +319,11 @@ def _preview(result: object, cluster: str | None) -> int:
             print(line)
     for line in problems:
         print(line, file=sys.stderr)
-    charts = sum(len(p.renders) for p in previews)
+    rendered = sum(len(p.renders) for p in previews)
     skipped = sum(len(p.not_previewed) for p in previews)
-    print(f"preview: {charts} chart render(s) in {len(previews)} cluster(s), {skipped} not previewed, "
+    print(f"preview: {rendered} chart render(s) in {len(previews)} cluster(s), {skipped} not previewed, "
           f"{len(problems)} problem(s), {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    if not charts and skipped:
+    if not rendered and skipped:
         print("preview: no chart could be rendered, so nothing was proven: set SLURMGEN_CHART_DIR to a folder of "
               "unpacked charts or let --preview pull them (SLURMGEN_CHART_PULL)", file=sys.stderr)
         return 2

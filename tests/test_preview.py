@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import re
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,19 +32,49 @@ def need_sdk() -> None:
         pytest.skip(reason)
 
 
+# ../shared/chart-sources/SOURCES.md: cert-manager's folder is its source @ v1.21.1, whose Chart.yaml
+# carries the placeholder v0.0.0 (set at release). The preview refuses a placeholder, so the tests
+# render a copy stamped as the release would be; every other folder is used as it is.
+STAMPED = {"cert-manager": "v1.21.1"}
+UNPROVEN_IN_SHARED = frozenset({"neuron-helm-chart"})  # no source in ../shared (SOURCES.md)
+
+
+def stamped_chart_dir(target: Path) -> Path:
+    """A chart folder: links to ../shared/chart-sources, and copies of the STAMPED ones with their release version."""
+    target.mkdir(parents=True, exist_ok=True)
+    for folder in sorted(CHART_SOURCES.iterdir()):
+        if not (folder / "Chart.yaml").is_file():
+            continue
+        if folder.name in STAMPED:
+            copy, release = target / folder.name, STAMPED[folder.name]
+            shutil.copytree(folder, copy)
+            for path in [copy, *copy.rglob("*")]:  # ../shared is read-only: let the copy be written and removed
+                path.chmod(path.stat().st_mode | 0o200)
+            text = (copy / "Chart.yaml").read_text(encoding="utf-8")
+            (copy / "Chart.yaml").write_text(re.sub(r"(?m)^(version|appVersion):.*$", rf"\1: {release}", text))
+        else:
+            (target / folder.name).symlink_to(folder)
+    return target
+
+
 @pytest.fixture(scope="module")
-def locator():
-    """The pinned chart sources in ../shared, never a pull; renders are shared by the tests of this module."""
+def chart_dir(tmp_path_factory):
     need_shared(CHART_SOURCES)
+    return stamped_chart_dir(tmp_path_factory.mktemp("charts"))
+
+
+@pytest.fixture(scope="module")
+def locator(chart_dir):
+    """The pinned chart sources in ../shared, never a pull; renders are shared by the tests of this module."""
     need_sdk()
-    found = ChartLocator(chart_dir=CHART_SOURCES, pull=False)
+    found = ChartLocator(chart_dir=chart_dir, pull=False)
     yield found
     found.close()
 
 
 @pytest.fixture(scope="module")
 def previews(rendered, locator):
-    return {name: preview_cluster(cluster, locator) for name, cluster in rendered.items()}
+    return {name: preview_cluster(cluster, locator, UNPROVEN_IN_SHARED) for name, cluster in rendered.items()}
 
 
 def with_files(cluster, edit) -> Any:
@@ -62,7 +95,7 @@ def test_every_shipped_example_previews_clean(previews):
         assert preview.renders and all(r.objects for r in preview.renders), name
 
 
-def test_every_helm_application_is_previewed_or_says_why(rendered, previews):
+def test_every_helm_application_is_previewed_or_says_why(rendered, previews, chart_dir):
     for name, cluster in rendered.items():
         apps = {o["metadata"]["name"] for rel, o in cluster.files.items()
                 if rel.startswith("apps/") and o["kind"] == "Application" and "chart" in o["spec"]["source"]}
@@ -71,15 +104,17 @@ def test_every_helm_application_is_previewed_or_says_why(rendered, previews):
         skipped = {line.split(": ", 1)[0].split("/", 1)[1] for line in preview.not_previewed}
         # THEN each Helm Application is exactly one of previewed / not previewed
         assert done | skipped == apps and not done & skipped, name
-    # AND the charts with no usable source in ../shared are named, with the reason, not failed
-    training = "\n".join(previews["training"].not_previewed)
-    assert "training-neuron-device-plugin: not previewed: no chart source for neuron-helm-chart 1.9.0" in training
-    assert "kube-prometheus-stack" in training and "lacks its dependencies" in training
+    # AND the chart with no source in ../shared is named, with the reason, as allowed (not failed)
+    assert previews["training"].not_previewed == [
+        "training/training-neuron-device-plugin: not previewed (allowed by --allow-unproven): no chart source for "
+        f"neuron-helm-chart 1.9.0 (not in {chart_dir}, not cached, pull off)"]
+    # AND kube-prometheus-stack, whose dependencies ../shared now holds, is previewed
+    assert "kube-prometheus-stack" in {r.source.chart for r in previews["training"].renders}
 
 
 def test_chart_source_differences_are_handled(previews):
     example = {r.source.chart: r for r in previews["example"].renders}
-    # GIVEN cert-manager's source carries the placeholder version v0.0.0
+    # GIVEN cert-manager's source stamped with its release version (STAMPED)
     # THEN it renders as the pinned release would: images tagged with the pinned version
     from slurmgen.rendered import images
     tags = {i.rsplit(":", 1)[1] for o in example["cert-manager"].objects for i in images(o)}
@@ -217,11 +252,10 @@ def test_summary_chart_section_renders_only_what_changed(rendered):
                      "  - changes 1: Deployment keda/keda-operator (spec.replicas)"]
 
 
-def test_cli_preview_reports_and_exits_0_on_a_clean_cluster(monkeypatch, capsys):
-    need_shared(CHART_SOURCES)
+def test_cli_preview_reports_and_exits_0_on_a_clean_cluster(monkeypatch, capsys, chart_dir):
     need_sdk()
     from slurmgen.cli import main
-    monkeypatch.setenv("SLURMGEN_CHART_DIR", str(CHART_SOURCES))
+    monkeypatch.setenv("SLURMGEN_CHART_DIR", str(chart_dir))
     monkeypatch.setenv("SLURMGEN_CHART_PULL", "0")
     # WHEN one cluster is previewed from the chart folder
     assert main(["--preview", "--cluster", "dev"]) == 0
@@ -302,3 +336,242 @@ def test_cli_preview_with_no_chart_source_proves_nothing_and_fails(monkeypatch, 
     assert "dev/dev-slurm-operator: not previewed: no chart source for slurm-operator 1.2.1" in out
     assert err.rstrip().endswith("nothing was proven: set SLURMGEN_CHART_DIR to a folder of unpacked charts or let "
                                  "--preview pull them (SLURMGEN_CHART_PULL)")
+
+
+# --- issue 20: proofs that cannot lie ----------------------------------------------------------
+
+DATA = Path(__file__).parent / "data" / "preview"
+
+
+def render_file(name: str):
+    """A cluster rendered from a spec of tests/data/preview/."""
+    from slurmgen.build import render as synth
+    from slurmgen.spec import parse_text
+    path = DATA / name
+    [cluster] = synth([parse_text(str(path), path.read_text())])
+    return cluster
+
+
+def daemonset(name: str, **pod: Any) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "quay.io/x/y:v1"}],
+                                           "tolerations": [{"operator": "Exists"}], **pod}}}}
+
+
+def instance_types(operator: str, *types: str) -> dict:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": operator, "values": list(types)}]}]}}}
+
+
+def test_a_nodepool_of_several_instance_types_launches_each_of_them():
+    # GIVEN one NVIDIA NodePool allowing g6.4xlarge and gr6.4xlarge
+    cluster = render_file("mixed-types.yaml")
+    gpu = {"nodeSelector": {"nvidia.com/gpu.present": "true"}}
+    # WHEN the device plugin selects both types, a node agent has no type selector, and another avoids one type
+    renders = [fake("t-nvidia-device-plugin", "nvidia-device-plugin", [
+                   daemonset("both", affinity=instance_types("In", "g6.4xlarge", "gr6.4xlarge"), **gpu)]),
+               fake("t-agents", "agents", [
+                   daemonset("anywhere"),
+                   daemonset("not-gr6", affinity=instance_types("NotIn", "gr6.4xlarge"))])]
+    # THEN the plugin covers the pool (a pod selecting a type lands where the pool allows it), the
+    # agent with no selector lands on every node, and the one avoiding gr6 misses exactly those nodes
+    assert placement_problems(cluster, renders) == [
+        "t/t-agents: DaemonSet/not-gr6: a node agent that cannot land on NodePool(s) "
+        "t-gpu (node.kubernetes.io/instance-type=gr6.4xlarge)"]
+
+
+def test_a_device_plugin_on_one_type_of_a_two_type_pool_leaves_the_other_without_devices():
+    cluster = render_file("mixed-types.yaml")
+    # GIVEN the NVIDIA plugin selects only one of the pool's two types
+    renders = [fake("t-nvidia-device-plugin", "nvidia-device-plugin", [
+        daemonset("one", affinity=instance_types("In", "g6.4xlarge"))])]
+    # THEN the nodes of the other type are named: their GPUs would never be advertised
+    assert placement_problems(cluster, renders) == [
+        "t/t-nvidia-device-plugin: no DaemonSet of nvidia-device-plugin lands on the NVIDIA GPU NodePool(s) "
+        "t-gpu (node.kubernetes.io/instance-type=gr6.4xlarge): their devices would never be advertised"]
+
+
+def test_node_variants_are_the_combinations_of_multi_valued_requirements():
+    from slurmgen.preview.placement import node_variants
+    pool = {"metadata": {"name": "p"}, "spec": {"template": {"spec": {"requirements": [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["b", "a"]},
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z1", "z2"]},
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z2", "z3"]},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}}}}
+    # THEN one label set per type, the zones intersected, the single values on every node
+    assert [(v["node.kubernetes.io/instance-type"], v["topology.kubernetes.io/zone"], v["kubernetes.io/arch"])
+            for v in node_variants(pool)] == [("a", "z2", "amd64"), ("b", "z2", "amd64")]
+
+
+def test_a_chart_without_a_source_fails_the_preview_unless_allowed(tmp_path, monkeypatch):
+    from slurmgen.preview import render_sources
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = HelmSource(application="t-neuron", repo_url="public.ecr.aws/neuron", chart="neuron-helm-chart",
+                        version="1.9.0", release_name="n", namespace="kube-system", values={})
+    empty = ChartLocator(chart_dir=tmp_path, pull=False)
+    # WHEN no chart source is found
+    renders, skipped, problems = render_sources("t", [source], empty)
+    # THEN it is a problem: one line naming the chart and how to get its source
+    assert renders == [] and problems == [
+        f"t/t-neuron: chart neuron-helm-chart 1.9.0 cannot be proven: no chart source (not in {tmp_path}, not cached, "
+        "pull off); unpack it as $SLURMGEN_CHART_DIR/neuron-helm-chart/, or let --preview pull it from "
+        "public.ecr.aws/neuron (SLURMGEN_CHART_PULL=1), or pass --allow-unproven neuron-helm-chart"]
+    # AND allowed by name, it is only reported
+    renders, skipped, problems = render_sources("t", [source], empty, allow_unproven={"neuron-helm-chart"})
+    assert problems == [] and skipped == [
+        "t/t-neuron: not previewed (allowed by --allow-unproven): no chart source for neuron-helm-chart 1.9.0 "
+        f"(not in {tmp_path}, not cached, pull off)"]
+
+
+def test_cli_preview_fails_on_an_unproven_chart_and_allow_unproven_lets_it_pass(monkeypatch, capsys, chart_dir):
+    need_sdk()
+    from slurmgen.cli import main
+    monkeypatch.setenv("SLURMGEN_CHART_DIR", str(chart_dir))
+    monkeypatch.setenv("SLURMGEN_CHART_PULL", "0")
+    # GIVEN training, whose Neuron device plugin has no source in ../shared
+    # WHEN previewed THEN it fails, naming the chart
+    assert main(["--preview", "--cluster", "training"]) == 2
+    err = capsys.readouterr().err
+    assert "training/training-neuron-device-plugin: chart neuron-helm-chart 1.9.0 cannot be proven" in err
+    # AND with --allow-unproven for it, it passes
+    assert main(["--preview", "--cluster", "training", "--allow-unproven", "neuron-helm-chart"]) == 0
+    # AND a chart name no Application uses is one line, not an allowance of nothing
+    assert main(["--preview", "--cluster", "training", "--allow-unproven", "neuron-chart"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith(
+        "--allow-unproven neuron-chart: no Helm Application of the previewed cluster(s) uses chart neuron-chart; charts: ")
+
+
+@pytest.mark.parametrize(("name", "version", "why"), [
+    ("x", "v0.0.0", "x v0.0.0 (a placeholder, set only at release), the Application pins x 1.0.0"),
+    ("y", "1.0.0", "y 1.0.0, the Application pins x 1.0.0"),
+    ("x", "0.9.0", "x 0.9.0, the Application pins x 1.0.0"),
+])
+def test_a_chart_folder_must_be_the_pinned_chart_at_the_pinned_version(tmp_path, monkeypatch, name, version, why):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    # GIVEN a folder x/ whose Chart.yaml names another chart or version (or a placeholder)
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "Chart.yaml").write_text(f"apiVersion: v2\nname: {name}\nversion: {version}\n")
+    source = HelmSource(application="t-x", repo_url="example.com/c", chart="x", version="1.0.0",
+                        release_name="x", namespace="ns", values={})
+    # THEN it is refused, naming both
+    path, _notes, reason = ChartLocator(chart_dir=tmp_path, pull=False).locate(source)
+    assert path is None and reason == f"{tmp_path}/x/Chart.yaml is {why}, not cached, pull off"
+
+
+def test_images_passed_as_arguments_or_env_are_checked(rendered):
+    cluster = rendered["training"]  # us-east-1
+    operator = deployment("op")
+    operator["spec"]["template"]["spec"]["containers"][0].update(
+        args=["--prometheus-config-reloader=quay.io/p/reloader:latest", "--thanos-default-base-image=quay.io/t/t:v1",
+              "--label=node.kubernetes.io/instance-type", "--kubelet-service=kube-system/k", "--image", "quay.io/x/z"],
+        env=[{"name": "RELATED_IMAGE_DB", "value": "602401143452.dkr.ecr.us-west-2.amazonaws.com/db:v1"},
+             {"name": "FOLDER", "value": "/tmp/dashboards"}])
+    # WHEN the image proof runs THEN the images among them are checked like `image:` fields
+    assert [p for p in image_problems(cluster, [fake("training-x", "x", [operator])]) if "training-x" in p] == [
+        "training/training-x: Deployment/op: image 602401143452.dkr.ecr.us-west-2.amazonaws.com/db:v1 "
+        "(in env RELATED_IMAGE_DB): in the ECR of us-west-2, not pullable through us-east-1's endpoints; "
+        "use the us-east-1 registry",
+        "training/training-x: Deployment/op: image quay.io/p/reloader:latest (in args): not pinned "
+        "(no tag or digest, or latest)",
+        "training/training-x: Deployment/op: image quay.io/x/z (in args): not pinned (no tag or digest, or latest)",
+    ]
+
+
+def test_a_chart_that_renders_differently_each_time_fails(tmp_path, rendered):
+    need_sdk()
+    from slurmgen.preview.charts import render
+    from slurmgen.preview.proofs import stability_problems
+    # GIVEN a chart whose Secret holds a random value (as grafana's admin password without a Secret)
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: r\nversion: 0.1.0\n")
+    (tmp_path / "templates" / "s.yaml").write_text(
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: r}\ndata: {same: YQ==, p: {{ randAlphaNum 8 | b64enc }}}\n"
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: stable}\n")
+    source = HelmSource(application="example-r", repo_url="example.com/c", chart="r", version="0.1.0",
+                        release_name="r", namespace="ns", values={})
+    # WHEN it is rendered THEN the differing object and path are named, and it is a problem
+    r = render(source, tmp_path, [])
+    assert r.unstable == ["Secret/r: data.p"]
+    assert stability_problems(rendered["example"], [r]) == [
+        "example/example-r: chart r 0.1.0 renders Secret/r: data.p differently each time: Argo CD would see a change "
+        "at every manifest-cache expiry or hard refresh (a random or lookup-based value: give the chart that value, "
+        "e.g. an existing Secret)"]
+
+
+def test_an_archive_of_another_chart_is_refused(tmp_path):
+    need_sdk()
+    from slurmgen.preview.charts import WrongChart, render
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: r\nversion: 0.2.0\n")
+    source = HelmSource(application="t-r", repo_url="example.com/c", chart="r", version="0.1.0",
+                        release_name="r", namespace="ns", values={})
+    with pytest.raises(WrongChart, match=r"holds chart r 0.2.0, the Application pins r 0.1.0"):
+        render(source, tmp_path, [])
+
+
+# --- Grafana's admin Secret: made in the cluster, never rendered at random -----------------------
+
+def kps_values(cluster) -> dict:
+    return cluster.files["apps/application-t-kube-prometheus-stack.yaml"]["spec"]["source"]["helm"]["valuesObject"]
+
+
+def test_grafana_reads_an_in_cluster_generated_admin_secret():
+    cluster = render_file("monitoring.yaml")
+    values = kps_values(cluster)
+    # THEN Grafana reads its login from grafana-admin, not the chart's random Secret
+    assert values["grafana"]["admin"] == {"existingSecret": "grafana-admin", "userKey": "admin-user",
+                                          "passwordKey": "admin-password"}
+    # AND the kube-prometheus-stack Application itself makes that Secret once, as the Slurm keys are made
+    generator, external = values["extraManifests"]
+    assert (generator["kind"], generator["metadata"]["namespace"]) == ("Password", "monitoring")
+    assert generator["spec"]["secretKeys"] == ["admin-password"] and generator["spec"]["symbols"] == 0
+    spec = external["spec"]
+    assert spec["refreshPolicy"] == "CreatedOnce" and spec["dataFrom"][0]["sourceRef"]["generatorRef"]["name"] == "grafana-admin"
+    assert spec["target"]["creationPolicy"] == "Orphan" and spec["target"]["immutable"] is True
+    assert spec["target"]["template"]["data"] == {"admin-user": "admin"}  # the generated key is merged in
+    assert spec["target"]["template"]["mergePolicy"] == "Merge"
+    assert spec["target"]["template"]["metadata"]["labels"]["slurmgen.dev/backup"] == "required"
+    # AND nothing in it is a Helm template (the chart passes extraManifests through tpl)
+    assert "{{" not in repr(values["extraManifests"])
+    # AND both objects are valid against the pinned External Secrets CRDs (vendored, strict)
+    from slurmgen.validate import Validator
+    assert [Validator.create().validate(o) for o in values["extraManifests"]] == [[], []]
+    # AND the Application retries until External Secrets' CRDs exist
+    app = cluster.files["apps/application-t-kube-prometheus-stack.yaml"]
+    assert app["spec"]["syncPolicy"]["retry"]["limit"] == -1
+
+
+def test_grafana_with_precreated_secrets_reads_the_sites_secret():
+    values = kps_values(render_file("monitoring-precreated.yaml"))
+    # THEN the same Secret name, created by hand (README), and nothing generated
+    assert values["grafana"]["admin"]["existingSecret"] == "grafana-admin"
+    assert "extraManifests" not in values
+
+
+def test_kube_prometheus_stack_renders_the_same_twice_and_no_random_grafana_secret(locator):
+    cluster = render_file("monitoring.yaml")
+    # WHEN previewed (every chart rendered twice)
+    result = preview_cluster(cluster, locator)
+    kps = next(r for r in result.renders if r.source.chart == "kube-prometheus-stack")
+    # THEN no chart renders differently, and kube-prometheus-stack is clean
+    assert [r.source.chart for r in result.renders if r.unstable] == []
+    assert [p for p in result.problems if "kube-prometheus-stack" in p] == []
+    # AND the chart's random admin Secret is gone; Grafana's pod reads grafana-admin
+    names = {(o["kind"], o["metadata"]["name"]) for o in kps.objects}
+    assert ("Secret", "kube-prometheus-stack-grafana") not in names
+    assert {("Password", "grafana-admin"), ("ExternalSecret", "grafana-admin")} <= names
+    deploy = next(o for o in kps.objects if (o["kind"], o["metadata"]["name"]) == ("Deployment", "kube-prometheus-stack-grafana"))
+    refs = {e["valueFrom"]["secretKeyRef"]["name"] for c in deploy["spec"]["template"]["spec"]["containers"]
+            for e in c.get("env") or [] if "secretKeyRef" in (e.get("valueFrom") or {})}
+    assert refs == {"grafana-admin"}
+
+
+def test_the_efa_plugin_lands_on_exactly_the_efa_nodepools(locator):
+    # GIVEN an EFA nodeset beside one of EFA-capable types (g6.8xlarge, gr6.8xlarge) that does not use EFA
+    cluster = render_file("efa-beside-efa-capable.yaml")
+    values = cluster.files["apps/application-t-aws-efa-k8s-device-plugin.yaml"]["spec"]["source"]["helm"]["valuesObject"]
+    # THEN the plugin's affinity names the EFA NodePool, not the chart's list of EFA-capable types
+    assert values["supportedInstanceLabels"] == {"keys": ["karpenter.sh/nodepool"], "values": ["t-efa"]}
+    # AND rendered, it lands on that pool only (with the chart's type list it also landed on t-l4)
+    result = preview_cluster(cluster, locator)
+    assert [p for p in result.problems if "efa" in p] == []

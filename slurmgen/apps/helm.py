@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from .. import identity
 from ..catalog.registries import eks_addon_registry
+from ..charts.secrets import GRAFANA_ADMIN, GRAFANA_PASSWORD_KEY, GRAFANA_USER_KEY, grafana_admin_objects
 from ..plan import GPU_PRESENT_LABEL, NODEPOOL_LABEL
 from ..spec import ClusterSpec
 from .. import waves
@@ -123,8 +124,16 @@ def nvidia_device_plugin(spec: ClusterSpec) -> HelmRelease:
     )
 
 
-def efa_device_plugin(spec: ClusterSpec, other_taints: tuple[str, ...] = ()) -> HelmRelease:
-    """`other_taints`: taint keys of accelerator pools beyond the usual three (amd.com/gpu, habana.ai/gaudi)."""
+def efa_device_plugin(spec: ClusterSpec, other_taints: tuple[str, ...] = (), pools: Sequence[str] = ()) -> HelmRelease:
+    """`other_taints`: taint keys of accelerator pools beyond the usual three (amd.com/gpu, habana.ai/gaudi).
+
+    `pools`: our EFA NodePools. The chart's affinity is one `In` term per `supportedInstanceLabels`
+    key (templates/daemonset.yaml @ v0.5.30), by default the EFA-capable instance types: a NodePool
+    of EFA-capable types whose nodeset does not use EFA (g6.8xlarge, gr6.8xlarge) would get the plugin
+    too. Keyed on the NodePool label instead, it lands on exactly the EFA NodePools.
+    """
+    placement: dict[str, Any] = (
+        {"supportedInstanceLabels": {"keys": [NODEPOOL_LABEL], "values": sorted(pools)}} if pools else {})
     return HelmRelease(
         unit="aws-efa-k8s-device-plugin", repo_url="https://aws.github.io/eks-charts",
         chart="aws-efa-k8s-device-plugin", version="v0.5.30", namespace="kube-system",
@@ -132,7 +141,7 @@ def efa_device_plugin(spec: ClusterSpec, other_taints: tuple[str, ...] = ()) -> 
         # The chart's image is in the us-west-2 registry (values.yaml v0.5.30): pull from the
         # cluster's own Region, which private subnets reach through their regional ECR endpoints.
         values={"image": {"repository": f"{eks_addon_registry(spec.aws.region)}/eks/aws-efa-k8s-device-plugin"},
-                "tolerations": COMPUTE_TOLERATIONS + [_exists(key) for key in sorted(other_taints)]},
+                "tolerations": COMPUTE_TOLERATIONS + [_exists(key) for key in sorted(other_taints)], **placement},
     )
 
 
@@ -221,6 +230,7 @@ EKS_ABSENT_TARGETS = ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kub
 def kube_prometheus_stack(spec: ClusterSpec) -> HelmRelease:
     kps = spec.kube_prometheus_stack
     place = _placement(spec)
+    grafana = grafana_admin_objects(spec)
     storage = {"volumeClaimTemplate": {"spec": {
         "storageClassName": kps.storage_class_name, "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": kps.storage_size}}}}}
@@ -243,12 +253,18 @@ def kube_prometheus_stack(spec: ClusterSpec) -> HelmRelease:
             # Subcharts (grafana 12.11.1, kube-state-metrics 8.4.0) read nodeSelector/tolerations at
             # their top level. node-exporter stays a DaemonSet on every node (its default tolerates
             # every NoSchedule taint).
-            "grafana": {**place, "sidecar": {"dashboards": {"enabled": True, "searchNamespace": "ALL"}}},
+            # Grafana's admin login from a Secret made in the cluster (charts/secrets.py
+            # grafana_admin_objects), never the chart's randAlphaNum: that one changes at every render.
+            "grafana": {**place, "sidecar": {"dashboards": {"enabled": True, "searchNamespace": "ALL"}},
+                        "admin": {"existingSecret": GRAFANA_ADMIN, "userKey": GRAFANA_USER_KEY,
+                                  "passwordKey": GRAFANA_PASSWORD_KEY}},
             "kube-state-metrics": dict(place),
             **{target: {"enabled": False} for target in EKS_ABSENT_TARGETS},
+            **({"extraManifests": grafana} if grafana else {}),
         },
         cluster_kinds=(CRD, *WEBHOOKS, *RBAC),
         extra_namespaces=("kube-system",),  # Services for the CoreDNS and kubelet scrape targets
+        needs_other_crds=bool(grafana),  # the Grafana Secret's ExternalSecret: External Secrets' CRDs
     )
 
 
@@ -275,10 +291,12 @@ def keda(spec: ClusterSpec) -> HelmRelease:
 
 
 def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False,
-             other_taints: tuple[str, ...] = (), neuron_pools: Sequence[str] = ()) -> list[HelmRelease]:
+             other_taints: tuple[str, ...] = (), neuron_pools: Sequence[str] = (),
+             efa_pools: Sequence[str] = ()) -> list[HelmRelease]:
     """Every Helm child Application of a cluster; device plugins only where a nodeset needs them.
 
-    `other_taints` are compute taints outside COMPUTE_TOLERATIONS (AMD/Habana pools) the EFA plugin must tolerate.
+    `other_taints` are compute taints outside COMPUTE_TOLERATIONS (AMD/Habana pools) the EFA plugin must tolerate;
+    `efa_pools` the NodePools whose nodesets use EFA (the EFA plugin lands on exactly those).
     """
     out = [cert_manager(spec), slurm_operator_crds(spec), slurm_operator(spec)]
     if spec.secrets.generated:
@@ -295,7 +313,7 @@ def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False,
     if nvidia and c.nvidia_device_plugin and c.ami_family != "bottlerocket":  # Bottlerocket ships its own
         out.append(nvidia_device_plugin(spec))
     if efa and c.efa_device_plugin:
-        out.append(efa_device_plugin(spec, other_taints))
+        out.append(efa_device_plugin(spec, other_taints, efa_pools))
     if neuron_pools and not c.neuron_installed_separately:
         out.append(neuron_device_plugin(spec, neuron_pools))
     return out

@@ -101,6 +101,61 @@ def generated_secrets(spec: ClusterSpec) -> list[tuple[SecretKeyRef, tuple[int, 
     return out
 
 
+def password_spec(key: str, length: int, digits: int) -> dict[str, Any]:
+    """A Password generator's spec: letters and digits only, one key."""
+    return {"length": length, "digits": digits, "symbols": 0, "noUpper": False, "allowRepeat": True, "secretKeys": [key]}
+
+
+def target_labels(spec: ClusterSpec, *, backup: bool) -> dict[str, str]:
+    """The labels of a Secret External Secrets writes for us (backup: a generated value that exists nowhere else)."""
+    labels = {"app.kubernetes.io/part-of": "slurmgen", "slurmgen.dev/cluster": spec.name}
+    if backup:
+        labels[BACKUP_LABEL] = "required"
+    return labels
+
+
+# kube-prometheus-stack's Grafana admin login (grafana.admin.existingSecret). Without it the grafana
+# chart (12.11.1 templates/_helpers.tpl "grafana.password") makes the password with randAlphaNum
+# whenever `lookup` finds no Secret, which is always under Argo CD's `helm template`: the Secret and
+# the Deployment's checksum/secret annotation change at every render, so Grafana rolls with a new
+# password after each manifest-cache expiry and the Application is OutOfSync.
+GRAFANA_ADMIN = "grafana-admin"
+GRAFANA_USER_KEY, GRAFANA_PASSWORD_KEY = "admin-user", "admin-password"
+GRAFANA_ADMIN_USER = "admin"
+
+
+def grafana_admin_objects(spec: ClusterSpec) -> list[dict[str, Any]]:
+    """The Password generator and ExternalSecret that make the Grafana admin Secret once, in the monitoring namespace.
+
+    They ship inside the kube-prometheus-stack Application (its `extraManifests`), so the Secret is
+    made in the same sync as the Grafana that waits for it (a later wave would never come: the
+    Application would not be Healthy before it). As the Slurm keys: made once (`CreatedOnce`),
+    immutable, kept when the ExternalSecret goes (`Orphan`), labelled for backup. With Secrets
+    Manager too: Grafana's own login is nobody else's, so it is generated in the cluster. Nothing here
+    holds `{{` (the chart passes `extraManifests` through `tpl`): the user name is template text, merged
+    with the generated key. `precreated`: none; the site creates the Secret (README).
+    """
+    if not spec.secrets.generated:
+        return []
+    ns = spec.kube_prometheus_stack.namespace
+
+    def meta() -> dict[str, Any]:  # one copy per object: a shared dict would be a YAML alias
+        return {"name": GRAFANA_ADMIN, "namespace": ns, "annotations": {SYNC_OPTIONS: SKIP_DRY_RUN},
+                "labels": {"app.kubernetes.io/part-of": "slurmgen"}}
+
+    generator = {"apiVersion": GENERATORS, "kind": "Password", "metadata": meta(),
+                 "spec": password_spec(GRAFANA_PASSWORD_KEY, *PASSWORD)}
+    external = {"apiVersion": ESO, "kind": "ExternalSecret", "metadata": meta(), "spec": {
+        "refreshPolicy": "CreatedOnce",
+        "target": {"name": GRAFANA_ADMIN, "creationPolicy": "Orphan", "immutable": True, "template": {
+            "engineVersion": "v2", "type": "Opaque", "mergePolicy": "Merge",
+            "metadata": {"labels": target_labels(spec, backup=True)},
+            "data": {GRAFANA_USER_KEY: GRAFANA_ADMIN_USER}}},
+        "dataFrom": [{"sourceRef": {"generatorRef": {"apiVersion": GENERATORS, "kind": "Password",
+                                                     "name": GRAFANA_ADMIN}}}]}}
+    return [generator, external]
+
+
 def mariadb_root_secret(spec: ClusterSpec) -> SecretKeyRef:
     return SecretKeyRef(name="mariadb-root", key="password")
 
@@ -150,10 +205,7 @@ class SecretsChart(UnitChart):
 
         No empty `annotations: {}` either: an empty map the API server might drop would be a perpetual diff.
         """
-        labels = {"app.kubernetes.io/part-of": "slurmgen", "slurmgen.dev/cluster": self.spec.name}
-        if backup:
-            labels[BACKUP_LABEL] = "required"
-        return {"labels": labels}
+        return {"labels": target_labels(self.spec, backup=backup)}
 
     def _annotations(self, wave_no: int) -> dict[str, str]:
         return wave(wave_no, **{SYNC_OPTIONS: SKIP_DRY_RUN})
@@ -198,9 +250,7 @@ class SecretsChart(UnitChart):
 
     def _password(self, name: str, key: str, length: int, digits: int) -> None:
         emit(self, api_version=GENERATORS, kind="Password", name=name, namespace=self.spec.namespace,
-             annotations=self._annotations(0), body={"spec": {
-                 "length": length, "digits": digits, "symbols": 0, "noUpper": False, "allowRepeat": True,
-                 "secretKeys": [key]}})
+             annotations=self._annotations(0), body={"spec": password_spec(key, length, digits)})
 
     def _generator_ref(self, name: str) -> list[dict[str, Any]]:
         return [{"sourceRef": {"generatorRef": {"apiVersion": GENERATORS, "kind": "Password", "name": name}}}]

@@ -13,14 +13,14 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Collection, Iterable
 
 from ..rendered import RenderedCluster
-from .charts import ChartLocator, ChartRender, HelmSource, PreviewUnavailable, render
-from .proofs import image_problems, placement_problems, project_problems, values_problems
+from .charts import ChartLocator, ChartRender, HelmSource, PreviewUnavailable, WrongChart, render
+from .proofs import image_problems, placement_problems, project_problems, stability_problems, values_problems
 
-__all__ = ["ClusterPreview", "PreviewUnavailable", "locator_from_env", "preview_cluster", "preview_clusters",
-           "render_sources"]
+__all__ = ["ClusterPreview", "PreviewUnavailable", "helm_sources", "locator_from_env", "preview_cluster",
+           "preview_clusters", "render_sources"]
 
 
 @dataclass
@@ -64,15 +64,30 @@ def helm_sources(files: dict) -> list[HelmSource]:
     return out
 
 
+def unproven(cluster: str, source: HelmSource, why: str) -> str:
+    """The one line that fails a preview for a chart it could not render, and how to get its source."""
+    return (f"{cluster}/{source.application}: chart {source.chart} {source.version} cannot be proven: no chart "
+            f"source ({why}); unpack it as $SLURMGEN_CHART_DIR/{source.chart}/, or let --preview pull it from "
+            f"{source.repo_url} (SLURMGEN_CHART_PULL=1), or pass --allow-unproven {source.chart}")
+
+
 def render_sources(cluster: str, sources: Iterable[HelmSource], locator: ChartLocator,
-                   kube_version: str | None = None) -> tuple[list[ChartRender], list[str], list[str]]:
-    """(renders, not-previewed lines, render failures) of some Helm sources."""
+                   kube_version: str | None = None, allow_unproven: Collection[str] = ()
+                   ) -> tuple[list[ChartRender], list[str], list[str]]:
+    """(renders, not-previewed lines, problems) of some Helm sources.
+
+    A chart with no source is a problem unless its name is in `allow_unproven`: a preview that
+    renders nothing of a chart proves nothing of it, and must not pass as if it had.
+    """
     renders, skipped, failures = [], [], []
     for source in sources:
         path, notes, why = locator.locate(source)
         if path is None:
-            skipped.append(f"{cluster}/{source.application}: not previewed: no chart source for "
+            allowed = " (allowed by --allow-unproven)" if source.chart in allow_unproven else ""
+            skipped.append(f"{cluster}/{source.application}: not previewed{allowed}: no chart source for "
                            f"{source.chart} {source.version} ({why})")
+            if not allowed:
+                failures.append(unproven(cluster, source, why))
             continue
         key = json.dumps([str(path), source.release_name, source.namespace, source.values, kube_version], sort_keys=True)
         try:
@@ -82,6 +97,8 @@ def render_sources(cluster: str, sources: Iterable[HelmSource], locator: ChartLo
             renders.append(cached if cached.source == source else dataclasses.replace(cached, source=source))
         except PreviewUnavailable:
             raise
+        except WrongChart as err:
+            failures.append(f"{cluster}/{source.application}: {err}")
         except Exception as err:  # noqa: BLE001  (the SDK's errors: a template or values failure)
             failures.append(f"{cluster}/{source.application}: chart {source.chart} {source.version} does not render "
                             f"with our values: {str(err).splitlines()[0]}")
@@ -94,22 +111,26 @@ def kube_version(cluster: RenderedCluster) -> str:
     return f"v{version}.0" if version.count(".") == 1 else f"v{version}"
 
 
-def preview_cluster(cluster: RenderedCluster, locator: ChartLocator) -> ClusterPreview:
-    """Render one cluster's charts and run every proof on them."""
+def preview_cluster(cluster: RenderedCluster, locator: ChartLocator,
+                    allow_unproven: Collection[str] = ()) -> ClusterPreview:
+    """Render one cluster's charts and run every proof on them; `allow_unproven`: chart names that may lack a source."""
     start = time.perf_counter()
     result = ClusterPreview(cluster.spec.name)
     result.renders, result.not_previewed, failures = render_sources(
-        cluster.spec.name, helm_sources(dict(cluster.files)), locator, kube_version=kube_version(cluster))
+        cluster.spec.name, helm_sources(dict(cluster.files)), locator, kube_version=kube_version(cluster),
+        allow_unproven=allow_unproven)
     problems, notes = project_problems(cluster, result.renders, partial=bool(result.not_previewed))
-    result.problems = (failures + problems + placement_problems(cluster, result.renders)
+    result.problems = (failures + stability_problems(cluster, result.renders) + problems
+                       + placement_problems(cluster, result.renders)
                        + image_problems(cluster, result.renders) + values_problems(cluster, result.renders))
     result.notes = notes
     result.seconds = time.perf_counter() - start
     return result
 
 
-def preview_clusters(clusters: Iterable[RenderedCluster], locator: ChartLocator) -> list[ClusterPreview]:
+def preview_clusters(clusters: Iterable[RenderedCluster], locator: ChartLocator,
+                     allow_unproven: Collection[str] = ()) -> list[ClusterPreview]:
     try:
-        return [preview_cluster(c, locator) for c in clusters]
+        return [preview_cluster(c, locator, allow_unproven) for c in clusters]
     finally:
         locator.close()

@@ -2,12 +2,12 @@
 
 Where a chart comes from, first match wins:
 1. `SLURMGEN_CHART_DIR/<chart>/` (unpacked chart folders, e.g. the chart sources at their release tags), whose
-   Chart.yaml must carry the pinned version (the release placeholder `v0.0.0` of a chart *source*
-   is replaced by the pinned version in a private copy, as the chart's release does);
+   Chart.yaml must carry the pinned chart name and version (a placeholder such as `v0.0.0` is refused:
+   it proves no release);
 2. the local cache, `$XDG_CACHE_HOME/slurmgen/charts/<chart>-<version>.tgz`;
 3. a pull into that cache from the Application's repository (OCI or HTTP), when `pull` is on and
    the repository is reachable.
-Otherwise the chart is "not previewed: no chart source", a note rather than a failure.
+Otherwise the chart cannot be proven, which fails the preview unless `--allow-unproven CHART`.
 
 `helm_python` (PyPI `helm-python-sdk`, requirements-preview.txt) is imported here only, lazily:
 synth never loads its 80 MB native library.
@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -84,6 +82,11 @@ class ChartRender:
     schema_errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # differences of a chart source from its archive
     assumed_kinds: set[tuple[str, str]] = field(default_factory=set)  # kinds the archive adds, absent here
+    unstable: list[str] = field(default_factory=list)  # what a second render changed: `Kind/name: path, ...`
+
+
+class WrongChart(Exception):
+    """The chart found is not the one pinned (its Chart.yaml names another chart or version)."""
 
 
 def _norm(version: str) -> str:
@@ -97,11 +100,10 @@ def cache_dir() -> Path:
 
 @dataclass
 class ChartLocator:
-    """Where charts are read from; one instance per run keeps one private copy of each patched source."""
+    """Where charts are read from; one instance per run shares its renders across the fleet."""
 
     chart_dir: Path | None = None
     pull: bool = False
-    _scratch: Path | None = None
     renders: dict[str, ChartRender] = field(default_factory=dict)  # one render per chart and values (fleets share them)
     _offline: str | None = None  # the first pull failure: further pulls are not tried
 
@@ -132,28 +134,23 @@ class ChartLocator:
         return None, [], why
 
     def _from_folder(self, folder: Path, source: HelmSource) -> tuple[Path | None, list[str], str]:
+        """The folder when its Chart.yaml is the pinned chart at the pinned version; else None and why.
+
+        A chart *source* with a placeholder version (cert-manager's `v0.0.0`, set only at release)
+        is refused like any other version: nothing in the folder says which release it is, so it
+        cannot prove the pinned one (stamp a copy's Chart.yaml, or use the archive).
+        """
         meta = yaml.safe_load((folder / "Chart.yaml").read_text(encoding="utf-8")) or {}
-        version = str(meta.get("version", ""))
+        name, version = str(meta.get("name", "")), str(meta.get("version", ""))
+        if name != source.chart or _norm(version) != _norm(source.version):
+            placeholder = " (a placeholder, set only at release)" if version in PLACEHOLDER_VERSIONS else ""
+            return None, [], (f"{folder}/Chart.yaml is {name or '(no name)'} {version or '(no version)'}{placeholder}, "
+                              f"the Application pins {source.chart} {source.version}")
         missing = _missing_dependencies(folder, meta, source.values)
         if missing:
             return None, [], (f"{folder} lacks its dependencies {', '.join(missing)} (declared in Chart.yaml, "
                               "absent from charts/)")
-        if _norm(version) == _norm(source.version):
-            return folder, [], ""
-        if version not in PLACEHOLDER_VERSIONS:
-            return None, [], f"{folder} is version {version}, the Application pins {source.version}"
-        # A chart source before release (cert-manager): the release sets version and appVersion,
-        # and image tags default to appVersion, so render a copy stamped as the release would be.
-        if self._scratch is None:
-            self._scratch = Path(tempfile.mkdtemp(prefix="slurmgen-preview-"))
-        copy = self._scratch / source.chart
-        if not copy.exists():
-            shutil.copytree(folder, copy)
-            text = (copy / "Chart.yaml").read_text(encoding="utf-8")
-            text = re.sub(r"(?m)^(version|appVersion):.*$", lambda m: f"{m.group(1)}: {source.version}", text)
-            (copy / "Chart.yaml").write_text(text, encoding="utf-8")
-        return copy, [f"chart source has placeholder version {version}: rendered as {source.version} "
-                      "(version and appVersion set as the release does)"], ""
+        return folder, [], ""
 
     def _pull(self, source: HelmSource, archive: Path) -> Path:
         helm = helm_sdk()
@@ -167,9 +164,8 @@ class ChartLocator:
         return archive
 
     def close(self) -> None:
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        """Drop the renders kept for the fleet (a run's locator holds every chart's objects)."""
+        self.renders.clear()
 
 
 # Helm's own manifest separator (pkg/release/v1/util/manifest.go SplitManifests @ v4): `---` at
@@ -245,10 +241,53 @@ def _render_manifests(helm: Any, chart: Any, source: HelmSource, kube_version: s
     return manifests
 
 
+def differing_paths(a: Any, b: Any, prefix: str = "") -> list[str]:
+    """Every dotted path (list items by index, metadata included) where two objects differ."""
+    if a == b:
+        return []
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [p for key in sorted(set(a) | set(b), key=str)
+                for p in differing_paths(a.get(key), b.get(key), f"{prefix}.{key}" if prefix else str(key))]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [p for i, (x, y) in enumerate(zip(a, b, strict=True)) for p in differing_paths(x, y, f"{prefix}[{i}]")]
+    return [prefix or "(whole object)"]
+
+
+def unstable_objects(first: dict[str, str], second: dict[str, str]) -> list[str]:
+    """What differs between two renders of one chart with the same values, one `Kind/name: paths` each.
+
+    Objects are paired by template and position, so a random name shows as `metadata.name`.
+    A chart that renders differently each time (randAlphaNum, genCA, a `lookup` that finds nothing
+    offline, as under Argo CD's `helm template`) is OutOfSync after every manifest-cache expiry.
+    """
+    if first == second:
+        return []
+    out = []
+    for path in sorted(set(first) | set(second)):
+        if first.get(path) == second.get(path):
+            continue
+        a, b = list(_documents({path: first.get(path, "")})), list(_documents({path: second.get(path, "")}))
+        if len(a) != len(b):
+            out.append(f"{path}: {len(a)} object(s), then {len(b)}")
+            continue
+        for x, y in zip(a, b, strict=True):
+            if x != y:
+                name = (x.get("metadata") or {}).get("name")
+                out.append(f"{x.get('kind')}/{name}: {', '.join(differing_paths(x, y))}")
+    return out or ["(the manifests differ only in layout)"]
+
+
 def render(source: HelmSource, path: Path, notes: list[str], kube_version: str | None = None) -> ChartRender:
-    """Render one chart as Argo CD does (`helm template --include-crds`, release name, destination namespace)."""
+    """Render one chart as Argo CD does (`helm template --include-crds`, release name, destination namespace).
+
+    Twice: what differs between the two renders is `unstable` (Argo CD renders again at every
+    manifest-cache expiry and hard refresh, and would see a change each time).
+    """
     helm = helm_sdk()
     with helm.Chart.load(str(path)) as chart:
+        if chart.name != source.chart or _norm(str(chart.version)) != _norm(source.version):
+            raise WrongChart(f"{path} holds chart {chart.name} {chart.version}, the Application pins "
+                             f"{source.chart} {source.version}")
         # Coalescing drops keys whose default is null (nvidia mofedEnabled): overlay the raw values.yaml.
         defaults = helm_merge(chart.merge_values({}), chart.values)
         schema_errors: list[str] = []
@@ -257,6 +296,7 @@ def render(source: HelmSource, path: Path, notes: list[str], kube_version: str |
         except helm.HelmValuesError as err:
             schema_errors.append(str(err).splitlines()[0])
         manifests = _render_manifests(helm, chart, source, kube_version)
+        unstable = unstable_objects(manifests, _render_manifests(helm, chart, source, kube_version))
         crds = [doc for item in sorted(chart.crds, key=lambda c: c["filename"])
                 for doc in yaml.load_all(item["data"], Loader=_LOADER) if isinstance(doc, dict) and doc.get("kind")]
         merged = chart.merge_values(source.values)
@@ -264,4 +304,4 @@ def render(source: HelmSource, path: Path, notes: list[str], kube_version: str |
     gap_notes, assumed = _source_gaps(path, source, merged)
     return ChartRender(source=source, origin=str(path), objects=crds + list(_documents(manifests)),
                        defaults=defaults, schema=schema, schema_errors=schema_errors, notes=notes + gap_notes,
-                       assumed_kinds=assumed)
+                       assumed_kinds=assumed, unstable=unstable)

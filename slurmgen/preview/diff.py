@@ -95,10 +95,6 @@ def chart_section(cluster: str, old: Mapping[str, Obj], new: Mapping[str, Obj],
             if why:
                 lines.append(f"  - objects not previewed: {why}")
                 continue
-            if before is not None and after is not None and before.origin == after.origin \
-                    and was[app].version != now[app].version:
-                lines.append("  - objects not previewed: one chart source serves both versions (placeholder version)")
-                continue
             a, b = _objects(before), _objects(after)
             for verb, keys in (("adds", sorted(set(b) - set(a))), ("removes", sorted(set(a) - set(b)))):
                 if keys:

@@ -5,11 +5,13 @@ with our values). Small on purpose: `selects` is the Kubernetes nodeSelectorTerm
 OR-ed, expressions AND-ed; k8s.io/component-helpers scheduling/corev1/nodeaffinity), `tolerates`
 the taint/toleration rule (k8s.io/api core/v1 toleration.go ToleratesTaint), `node_labels` what
 Karpenter puts on a node of a NodePool (its template labels, the single-valued `In` requirements,
-`karpenter.sh/nodepool`).
+`karpenter.sh/nodepool`), `node_variants` the nodes it may launch (one label set per combination of
+its multi-valued `In` requirements: a node of a pool allowing several instance types carries one).
 """
 
 from __future__ import annotations
 
+from itertools import product
 from typing import Any, Mapping
 
 from ..spec.loader import merge
@@ -31,6 +33,23 @@ def node_labels(nodepool: Obj) -> dict[str, str]:
             labels[req["key"]] = req["values"][0]
     labels["karpenter.sh/nodepool"] = nodepool["metadata"]["name"]
     return labels
+
+
+def node_variants(nodepool: Obj) -> list[dict[str, str]]:
+    """The label sets of the nodes a NodePool may launch, in a stable order.
+
+    A requirement `In [a, b]` means each node carries exactly one of the values (Karpenter labels a
+    node with the instance type, zone, capacity type it chose), so a pool allowing two instance types
+    launches two kinds of node: a pod selecting one type lands on one kind only, a pod with no such
+    selector on both. `node_labels` alone would leave the label out and hide the difference.
+    """
+    base = node_labels(nodepool)
+    allowed: dict[str, set[str]] = {}
+    for req in nodepool["spec"]["template"]["spec"].get("requirements") or []:
+        if req["operator"] == "In" and len(req["values"]) > 1:  # two requirements on one key: both hold
+            allowed[req["key"]] = allowed.get(req["key"], set(req["values"])) & set(req["values"])
+    keys = sorted(allowed)
+    return [{**base, **dict(zip(keys, combo, strict=True))} for combo in product(*(sorted(allowed[k]) for k in keys))]
 
 
 def _expression(expr: Obj, labels: Mapping[str, str]) -> bool:

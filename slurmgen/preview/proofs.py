@@ -1,13 +1,15 @@
-"""The four proofs `--preview` makes on a cluster, from what the charts really render.
+"""The five proofs `--preview` makes on a cluster, from what the charts really render.
 
 1. AppProject: every cluster-scoped kind and every namespace the children create is permitted,
    and nothing permitted goes unused.
 2. Placement: every pod template can land on a node the cluster has. Core components (every pod
    that is not a DaemonSet) on the spec's placement; device-plugin DaemonSets on exactly their
    NodePools; other node agents on every NodePool (the FSx CSI node also through the startup taint).
-3. Images: pinned (tag other than `latest`, or digest), and an ECR image in the cluster's Region.
+3. Images: pinned (tag other than `latest`, or digest), and an ECR image in the cluster's Region; the
+   same for images passed to a container as an argument or env value.
 4. Values: every key of an Application's valuesObject exists in the chart (values.yaml, with its
    subcharts, or values.schema.json), and the values pass the chart's schema.
+5. Stability: each chart renders the same objects twice in a row (no random or lookup-based value).
 Each problem is one line: `<cluster>/<Application>: <Kind>/<name>: what is wrong`.
 """
 
@@ -21,7 +23,7 @@ from typing import Any, Callable, Iterator
 
 from ..rendered import RenderedCluster, image_parts, images
 from .charts import ChartRender
-from .placement import lands_on, node_labels
+from .placement import lands_on, node_labels, node_variants
 
 Obj = dict[str, Any]
 
@@ -178,15 +180,44 @@ def _pods(cluster: RenderedCluster, renders: list[ChartRender]) -> Iterator[tupl
             yield app_name, charts.get(app_name), obj, pod
 
 
+Node = tuple[str, int]  # (NodePool, index of one of its node_variants)
+
+
+def _nodes(pools: dict[str, Obj]) -> dict[Node, tuple[dict[str, str], list[Obj], list[Obj]]]:
+    """Every kind of node the NodePools may launch: (labels, taints, startup taints)."""
+    out = {}
+    for p, o in pools.items():
+        spec = o["spec"]["template"]["spec"]
+        for i, labels in enumerate(node_variants(o)):
+            out[(p, i)] = (labels, spec.get("taints") or [], spec.get("startupTaints") or [])
+    return out
+
+
+def _describe(nodes: set[Node], pools: dict[str, Obj]) -> str:
+    """NodePool names; where only some of a pool's kinds of node are meant, the labels that tell them apart."""
+    parts = []
+    for p in sorted({pool for pool, _ in nodes}):
+        variants = node_variants(pools[p])
+        hit = sorted(i for pool, i in nodes if pool == p)
+        if len(hit) == len(variants):
+            parts.append(p)
+            continue
+        base = node_labels(pools[p])
+        parts.append(p + " (" + "; ".join(",".join(f"{k}={v}" for k, v in sorted(variants[i].items()) if k not in base)
+                                         for i in hit) + ")")
+    return ", ".join(parts)
+
+
 def placement_problems(cluster: RenderedCluster, renders: list[ChartRender]) -> list[str]:
-    """Pods that cannot land where they must."""
+    """Pods that cannot land where they must (a NodePool allowing several instance types launches each)."""
     name = cluster.spec.name
     pools = {o["metadata"]["name"]: o for o in cluster.files.values() if o["kind"] == "NodePool"}
+    nodes = _nodes(pools)
     plans_by_pool = {p.nodepool: p for p in cluster.plans.values()}
     core_labels, core_taints = _core_node(cluster)
     want_selector = dict(cluster.spec.placement.node_selector)
     problems = []
-    device_sets: dict[tuple[str, str], set[str]] = {}
+    device_sets: dict[tuple[str, str], set[Node]] = {}
     for app, chart, obj, pod in _pods(cluster, renders):
         where = f"{name}/{app}: {label(obj)}"
         if obj["kind"] != "DaemonSet":
@@ -197,42 +228,92 @@ def placement_problems(cluster: RenderedCluster, renders: list[ChartRender]) -> 
                 problems.append(f"{where}: cannot land on a core node (labels {core_labels}, taints "
                                 f"{[t['key'] for t in core_taints]}): check its affinity and tolerations")
             continue
-        where_pools = {p for p, o in pools.items()
-                       if lands_on(pod, node_labels(o), o["spec"]["template"]["spec"].get("taints") or [])}
+        landed = {n for n, (labels, taints, _) in nodes.items() if lands_on(pod, labels, taints)}
         if chart in DEVICE_PLUGINS:
-            device_sets.setdefault((app, chart), set()).update(where_pools)
+            device_sets.setdefault((app, chart), set()).update(landed)
             what, has = DEVICE_PLUGINS[chart]
             want = {p for p, plan in plans_by_pool.items() if has(plan) and p in pools}
-            extra = sorted(where_pools - want)
+            extra = {n for n in landed if n[0] not in want}
             if extra:  # a helper DaemonSet (NVIDIA MPS, GFD) may land on fewer pools, never on others
-                problems.append(f"{where}: lands on NodePool(s) {', '.join(extra)}, not {what} NodePools")
+                problems.append(f"{where}: lands on NodePool(s) {_describe(extra, pools)}, not {what} NodePools")
             continue
-        miss = sorted(set(pools) - where_pools)
+        miss = set(nodes) - landed
         if miss:
-            problems.append(f"{where}: a node agent that cannot land on NodePool(s) {', '.join(miss)}")
+            problems.append(f"{where}: a node agent that cannot land on NodePool(s) {_describe(miss, pools)}")
         if chart == FSX_CSI_CHART and "node" in obj["metadata"]["name"]:
-            for p, o in pools.items():
-                startup = o["spec"]["template"]["spec"].get("startupTaints") or []
-                if not lands_on(pod, node_labels(o), startup):
-                    problems.append(f"{where}: does not tolerate the startup taints of NodePool {p}, "
-                                    "which it must remove: nodes would never become ready for slurmd")
-    for (app, chart), where_pools in sorted(device_sets.items()):
+            stuck = {n for n, (labels, _, startup) in nodes.items() if not lands_on(pod, labels, startup)}
+            for p in sorted({pool for pool, _ in stuck}):
+                problems.append(f"{where}: does not tolerate the startup taints of NodePool "
+                                f"{_describe({n for n in stuck if n[0] == p}, pools)}, "
+                                "which it must remove: nodes would never become ready for slurmd")
+    for (app, chart), covered in sorted(device_sets.items()):
         what, has = DEVICE_PLUGINS[chart]
         want = {p for p, plan in plans_by_pool.items() if has(plan) and p in pools}
-        miss = sorted(want - where_pools)
-        if miss:
+        uncovered = {n for n in nodes if n[0] in want} - covered
+        if uncovered:
             problems.append(f"{name}/{app}: no DaemonSet of {chart} lands on the {what} NodePool(s) "
-                            f"{', '.join(miss)}: their devices would never be advertised")
+                            f"{_describe(uncovered, pools)}: their devices would never be advertised")
     return problems
 
 
+# An image reference passed as a value: a registry host (a dot or a port, or localhost), a path, then
+# an optional tag and digest (distribution/reference's grammar, simplified to what registries serve).
+IMAGE_REF = re.compile(r"^(?:[a-z0-9-]+(?:\.[a-z0-9-]+)+(?::\d+)?|localhost(?::\d+)?)(?:/[a-z0-9._-]+)+"
+                       r"(?::[\w][\w.-]{0,127})?(?:@[a-z0-9]+:[0-9a-fA-F]{32,})?$")
+
+
+def _passed_image(name: str, value: str) -> bool:
+    """True when a flag or env value is an image: it reads as one and has a tag or digest, or its name says image.
+
+    A label key (`node.kubernetes.io/instance-type`) reads as an untagged image too: without a tag,
+    digest or `image` in the name it is not taken for one.
+    """
+    if not IMAGE_REF.match(value):
+        return False
+    _, tag, digest = image_parts(value)
+    return tag is not None or digest is not None or "image" in name.lower()
+
+
+def _container_values(container: Obj) -> Iterator[tuple[str, str, str]]:
+    """(where, name, value) of each `--flag=value` / `--flag value` argument and each literal env value."""
+    argv = [a for a in (container.get("command") or []) + (container.get("args") or []) if isinstance(a, str)]
+    for i, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if eq and flag.startswith("-"):
+            yield "args", flag, value
+        elif arg.startswith("-") and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            yield "args", arg, argv[i + 1]
+    for env in container.get("env") or []:
+        if isinstance(env, dict) and isinstance(env.get("value"), str):
+            yield f"env {env.get('name')}", str(env.get("name")), env["value"]
+
+
+def passed_images(obj: Any) -> Iterator[tuple[str, str]]:
+    """(where, image) of images a container gets as an argument or env value (operators' `--*-image=` flags).
+
+    They are pulled like `image:` fields (prometheus-operator starts its config-reloader sidecars
+    from `--prometheus-config-reloader=<image>`), so the same pin and Region rules apply.
+    """
+    if isinstance(obj, dict):
+        if isinstance(obj.get("image"), str) and ("args" in obj or "env" in obj or "command" in obj):
+            for where, name, value in _container_values(obj):
+                if _passed_image(name, value):
+                    yield where, value
+        for value in obj.values():
+            yield from passed_images(value)
+    elif isinstance(obj, list):
+        for item in obj:
+            yield from passed_images(item)
+
+
 def image_problems(cluster: RenderedCluster, renders: list[ChartRender]) -> list[str]:
-    """Images that are not pinned, or come from another Region's ECR."""
+    """Images that are not pinned, or come from another Region's ECR: `image:` fields, args and env values."""
     name, region = cluster.spec.name, cluster.spec.aws.region
     problems = set()
     for app, _ns, obj in all_objects(cluster, renders):
-        for image in images(obj):
-            where = f"{name}/{app}: {label(obj)}: image {image}"
+        found = [(image, "") for image in images(obj)] + [(image, f" (in {where})") for where, image in passed_images(obj)]
+        for image, passed in found:
+            where = f"{name}/{app}: {label(obj)}: image {image}{passed}"
             _, tag, digest = image_parts(image)
             if digest is not None:
                 if not digest.startswith("sha256:"):
@@ -245,6 +326,14 @@ def image_problems(cluster: RenderedCluster, renders: list[ChartRender]) -> list
                 problems.add(f"{where}: in the ECR of {match.group(1)}, not pullable through {region}'s endpoints; "
                              f"use the {region} registry")
     return sorted(problems)
+
+
+def stability_problems(cluster: RenderedCluster, renders: list[ChartRender]) -> list[str]:
+    """Objects a chart renders differently each time with the same values (charts.render renders twice)."""
+    return [f"{cluster.spec.name}/{r.source.application}: chart {r.source.chart} {r.source.version} renders "
+            f"{what} differently each time: Argo CD would see a change at every manifest-cache expiry or hard "
+            "refresh (a random or lookup-based value: give the chart that value, e.g. an existing Secret)"
+            for r in renders for what in r.unstable]
 
 
 def _key_exists(defaults: Any, schema: Any, path: tuple[str, ...]) -> bool:

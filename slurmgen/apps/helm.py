@@ -38,7 +38,6 @@ class HelmRelease:
     cluster_kinds: tuple[tuple[str, str], ...] = ()
     extra_namespaces: tuple[str, ...] = ()  # namespaces the chart writes to besides its own
     keep_on_delete: bool = False  # Delete=false: deleting the Application leaves its objects (CRDs)
-    needs_other_crds: bool = False  # renders CRs of another Application's CRDs: retry without a limit
 
 
 def _placement(spec: ClusterSpec) -> dict[str, Any]:
@@ -93,7 +92,6 @@ def slurm_operator(spec: ClusterSpec) -> HelmRelease:
         values={"crds": {"enabled": False}, "certManager": {"enabled": True},
                 "operator": dict(place), "webhook": dict(place)},
         cluster_kinds=(*WEBHOOKS, *RBAC),
-        needs_other_crds=True,  # its webhook's Certificate and Issuer are cert-manager CRs
     )
 
 
@@ -190,7 +188,6 @@ def mariadb_operator(spec: ClusterSpec) -> HelmRelease:
         values={"crds": {"enabled": False}, **place,
                 "webhook": {**place, "cert": {"certManager": {"enabled": True}}}, "certController": dict(place)},
         cluster_kinds=(*WEBHOOKS, *RBAC),
-        needs_other_crds=True,  # its webhook's Certificate and Issuer are cert-manager CRs
     )
 
 

@@ -18,6 +18,7 @@ from ..charts.unit import UnitChart
 from ..spec import ClusterSpec
 from .. import waves
 from ..vocabulary import KEEP, SYNC_OPTIONS
+from ..argocd_settings import APPLICATION_HEALTH_LUA, HEALTH_KEY
 from .helm import HelmRelease
 
 API = "argoproj.io/v1alpha1"
@@ -38,23 +39,6 @@ FINALIZER = "resources-finalizer.argocd.argoproj.io"
 # A broken manifest still surfaces: the Application shows the failed operation and its message
 # ("Retrying attempt #n") and the sync waves behind it wait.
 RETRY = {"limit": -1, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}, "refresh": True}
-HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
-# Argo CD's own snippet (docs/operator-manual/health.md @ v3.5.1): a child Application is healthy
-# only when its resources are, so the root's sync waves wait for it (removed from Argo CD in 1.8).
-APPLICATION_HEALTH_LUA = """\
-hs = {}
-hs.status = "Progressing"
-hs.message = ""
-if obj.status ~= nil then
-  if obj.status.health ~= nil then
-    hs.status = obj.status.health.status
-    if obj.status.health.message ~= nil then
-      hs.message = obj.status.health.message
-    end
-  end
-end
-return hs
-"""
 PART_OF = "app.kubernetes.io/part-of"
 
 

@@ -61,7 +61,34 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes that render (default: from the CPUs, the number of clusters to render and "
                         "the memory budget $SLURMGEN_MEMORY_MB, 400)")
+    p.add_argument("--argocd-settings", choices=("plain", "helm", "operator"), metavar="INSTALL",
+                   help="print the Argo CD health check the sync waves need, for a kubectl-installed (plain), "
+                        "Helm-installed (helm) or operator-managed (operator) Argo CD; render nothing")
+    p.add_argument("--verify-argocd", metavar="FILE",
+                   help="check that `kubectl get cm argocd-cm -o yaml` output (FILE, or - for stdin) holds "
+                        "that health check; exit 1 when it does not; render nothing")
     return p
+
+
+def _argocd(args: argparse.Namespace) -> int:
+    """--argocd-settings / --verify-argocd: no spec is read, nothing rendered."""
+    from . import argocd_settings
+
+    if args.argocd_settings:
+        sys.stdout.write(argocd_settings.settings(args.argocd_settings))
+        return 0
+    source = args.verify_argocd
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        print(f"--verify-argocd: cannot read {source}: {err}", file=sys.stderr)
+        return 2
+    problems = argocd_settings.verify(text)
+    for line in problems:
+        print(f"{source}: {line}")
+    if not problems:
+        print(f"{source}: argocd-cm has slurmgen's Application health check")
+    return 1 if problems else 0
 
 
 IDENTITY = "identity"  # --explain identity: not a Slurm file
@@ -70,6 +97,8 @@ SSSD_CONF = "sssd.conf"  # --explain sssd.conf: the login/slurmd pods' file, not
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.argocd_settings or args.verify_argocd:
+        return _argocd(args)
     out = args.out or Path(os.environ.get("CDK8S_OUTDIR") or REPO / "dist")
     folder = REPO / "clusters"
     spec_paths = args.spec or cluster_files(folder)

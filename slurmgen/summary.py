@@ -146,6 +146,25 @@ def _image_tags(tree: Tree) -> dict[str, str]:
     return found
 
 
+def _ref(repo: str, version: str) -> str:
+    """An image reference again from _image_tags' repository and tag/digest."""
+    return f"{repo}@{version}" if version.startswith("sha256:") else f"{repo}:{version}"
+
+
+def _image_changes(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
+    """One `version: image` line per image whose tag or digest changed, and per image whose
+    repository changed (a mirror, a digest pin moving registries), paired by its last path
+    segment (slurmd, slurmctld, ...): the only way a reviewer sees what nodes will pull next."""
+    notes = [f"version: image {repo} {old[repo]} → {new[repo]}"
+             for repo in sorted(set(old) & set(new)) if old[repo] != new[repo]]
+    gone = {repo.rsplit("/", 1)[-1]: repo for repo in sorted(set(old) - set(new))}
+    added = {repo.rsplit("/", 1)[-1]: repo for repo in sorted(set(new) - set(old))}
+    for component in sorted(set(gone) & set(added)):
+        was, now = gone[component], added[component]
+        notes.append(f"version: image {component} {_ref(was, old[was])} → {_ref(now, new[now])}")
+    return notes
+
+
 def _policy_names(tree: Tree) -> set[tuple[str, str]]:
     return policy_names(tree.values())
 
@@ -196,10 +215,7 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
                              f"{b[0].get('alias') if b else '-'} (nodes drift and are replaced once empty)")
     if old and new:  # the first install is checked at synth; here: the waves of this change
         notes += [f"slurm.conf at a sync wave: {p.message}" for p in wave_problems(cluster, old, new)]
-    old_images, new_images = _image_tags(old), _image_tags(new)
-    for repo in sorted(set(old_images) & set(new_images)):
-        if old_images[repo] != new_images[repo]:
-            notes.append(f"version: image {repo} {old_images[repo]} → {new_images[repo]}")
+    notes += _image_changes(_image_tags(old), _image_tags(new))
     gone = sorted(_policy_names(old) - _policy_names(new))
     if gone and not has_policy(new.values()):
         notes.append("policy: no longer managed here (the accounts Job is gone); its accounts, users and QoS "

@@ -74,7 +74,7 @@ def test_neuron_pool_is_tainted_and_tolerated(rendered):
     assert nodeset["template"]["spec"]["tolerations"] == [
         {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}]
     assert nodeset["slurmd"]["resources"]["limits"]["aws.amazon.com/neuron"] == "16"
-    assert "Gres=" not in nodeset["extraConf"]  # Slurm cannot bind Neuron devices; Kubernetes isolates them
+    assert "Gres=gpu:16" in nodeset["extraConf"].split()  # gpu/nrt detects and fences them (tests/test_neuron_gres.py)
 
 
 def test_device_plugins_only_where_needed(rendered):

@@ -16,8 +16,8 @@ MINIMAL = MINIMAL_SPEC.replace("partitions: [{name: gpu, nodesets: [gpu]}]", "pa
 def test_minimal_spec_gets_documented_defaults():
     spec = parse_text("t.yaml", MINIMAL)
     assert spec.namespace == "slurm" and spec.slurm_cluster_name == "slurm"
-    assert spec.versions.slinky == "1.2.1" and spec.versions.slurm_image_tag == "26.05-ubuntu26.04"
-    assert spec.images.for_component("slurmctld") == "ghcr.io/slinkyproject/slurmctld:26.05-ubuntu26.04"
+    assert spec.versions.slinky == "1.2.1" and spec.versions.slurm_image_tag == "26.05.1-ubuntu26.04"
+    assert spec.images.for_component("slurmctld") == "ghcr.io/slinkyproject/slurmctld:26.05.1-ubuntu26.04"
     assert spec.gitops.target_revision == "main" and spec.gitops.path == "dist"
     assert spec.compute.node_role == "KarpenterNodeRole-eks" and spec.compute.ami_alias == "al2023@v20260724"
     assert spec.accounting.enabled and spec.login.enabled and spec.metrics.enabled
@@ -36,7 +36,7 @@ def test_image_overrides_per_component_and_per_nodeset():
     spec = parse_text("t.yaml", text)
     assert spec.nodesets[0].image == "r.io/me/slurmd:1"
     assert spec.images.for_component("slurmctld") == "r.io/me/slurmctld:2"
-    assert spec.images.for_component("slurmrestd").endswith("/slurmrestd:26.05-ubuntu26.04")
+    assert spec.images.for_component("slurmrestd").endswith("/slurmrestd:26.05.1-ubuntu26.04")
 
 
 def test_problems_of_all_files_are_reported_together(tmp_path: Path):

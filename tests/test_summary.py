@@ -22,7 +22,7 @@ CASES = {
     "widen_login": ("example.yaml", [("    scheme: internal\n    sourceRanges: [10.0.0.0/16, 192.168.100.0/24]",
                                       "    scheme: internet-facing\n    sourceRanges: [10.0.0.0/16, 203.0.113.7/32]")]),
     "bump_versions": ("example.yaml", [("certManager: v1.21.1", "certManager: v1.22.0"),
-                                       ("slurmImageTag: 26.05-ubuntu26.04", "slurmImageTag: 26.05.1-ubuntu26.04"),
+                                       ("slurmImageTag: 26.05.1-ubuntu26.04", "slurmImageTag: 26.05.3-ubuntu26.04"),
                                        ("  nodeRole: karpenterNode-slurm-on-eks\n",
                                         "  nodeRole: karpenterNode-slurm-on-eks\n  amiVersion: v20261101\n")]),
     "remove_fsx_and_a_user": ("example.yaml", [("    enabled: true\n    mode: static", "    enabled: false\n    mode: static"),

@@ -1,7 +1,7 @@
 """The Argo CD layer: the root Application, the AppProject and one child Application per deploy unit.
 
-Every child gets the cascade finalizer, automated sync with prune and self-heal, retries with
-backoff and a string sync wave. The AppProject lists exactly the repositories, destinations and
+Every child gets the cascade finalizer, automated sync with prune and self-heal, unbounded retries
+with capped backoff and a string sync wave. The AppProject lists exactly the repositories, destinations and
 cluster-scoped kinds the children use: no `*` anywhere.
 """
 
@@ -18,39 +18,33 @@ from ..charts.unit import UnitChart
 from ..spec import ClusterSpec
 from .. import waves
 from ..vocabulary import KEEP, SYNC_OPTIONS
+from ..argocd_settings import APPLICATION_HEALTH_LUA, HEALTH_KEY
 from .helm import HelmRelease
 
 API = "argoproj.io/v1alpha1"
 FINALIZER = "resources-finalizer.argocd.argoproj.io"
-RETRY = {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
-# For Applications whose objects are custom resources of CRDs another Application installs (or a
-# webhook another one serves): a negative limit retries forever (controller/appcontroller.go
-# @ v3.5.1: `RetryCount < Retry.Limit || Retry.Limit < 0`), and `refresh` makes each retry sync
-# the newest revision instead of the one that failed, so a slow dependency never parks a revision.
-RETRY_FOREVER = {**RETRY, "limit": -1, "refresh": True}
-HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
-# Argo CD's own snippet (docs/operator-manual/health.md @ v3.5.1): a child Application is healthy
-# only when its resources are, so the root's sync waves wait for it (removed from Argo CD in 1.8).
-APPLICATION_HEALTH_LUA = """\
-hs = {}
-hs.status = "Progressing"
-hs.message = ""
-if obj.status ~= nil then
-  if obj.status.health ~= nil then
-    hs.status = obj.status.health.status
-    if obj.status.health.message ~= nil then
-      hs.message = obj.status.health.message
-    end
-  end
-end
-return hs
-"""
+# Every Application (root and children) retries a failed sync forever, at most every 5 minutes,
+# each time on the newest revision. Why (controller/appcontroller.go @ v3.5.1):
+# - autoSync skips a revision whose last sync failed ("Skipping auto-sync: failed previous sync
+#   attempt ... and will not retry"), and `automated` has no option to retry it (SyncPolicyAutomated
+#   holds prune, selfHeal, allowEmpty, enabled only; selfHeal acts after a *successful* sync). So a
+#   bounded retry that runs out (a hook image pull, a CRD or webhook another Application serves,
+#   a NodePool not Ready) parks that revision; for a pinned chart the revision never changes:
+#   parked until someone syncs by hand.
+# - processRequestedAppOperation retries while `RetryCount < Retry.Limit || Retry.Limit < 0`,
+#   waiting `duration * factor^n` capped at `maxDuration` (RetryStrategy.NextRetryAt, types.go).
+# - `refresh: true` makes each retry sync the newest revision: without it an unbounded retry of a
+#   broken commit would hold the operation and autoSync ("another operation is in progress")
+#   would never pick up the fix.
+# A broken manifest still surfaces: the Application shows the failed operation and its message
+# ("Retrying attempt #n") and the sync waves behind it wait.
+RETRY = {"limit": -1, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}, "refresh": True}
 PART_OF = "app.kubernetes.io/part-of"
 
 
-def _sync_policy(options: Iterable[str], *, retry_forever: bool = False) -> dict[str, Any]:
-    policy: dict[str, Any] = {"automated": {"prune": True, "selfHeal": True},
-                              "retry": RETRY_FOREVER if retry_forever else RETRY}
+def _sync_policy(options: Iterable[str]) -> dict[str, Any]:
+    """Automated sync with prune and self-heal, retried without a limit (see RETRY)."""
+    policy: dict[str, Any] = {"automated": {"prune": True, "selfHeal": True}, "retry": RETRY}
     opts = sorted(set(options))
     if opts:
         policy["syncOptions"] = opts
@@ -60,16 +54,6 @@ def _sync_policy(options: Iterable[str], *, retry_forever: bool = False) -> dict
 def unit_path(spec: ClusterSpec, unit: str) -> str:
     """Repository path of one unit's folder: <gitops.path>/<cluster>/<unit>."""
     return f"{spec.gitops.path}/{spec.name}/{unit}"
-
-
-def is_custom_group(group: str) -> bool:
-    """API groups served by a CRD: dotted and not a Kubernetes group (apps, batch, *.k8s.io are built in)."""
-    return "." in group and not group.endswith(".k8s.io")
-
-
-def uses_custom_resources(chart: UnitChart) -> bool:
-    """True when a unit renders objects of a CRD (Slinky, Karpenter, ESO, MariaDB, KEDA, ...)."""
-    return any(is_custom_group(api.split("/")[0]) for api, _, _ in getattr(chart, "emitted", ()) if "/" in api)
 
 
 def cluster_scoped_kinds(chart: UnitChart) -> set[tuple[str, str]]:
@@ -102,15 +86,14 @@ class AppsChart(Chart):
         self._project(sorted(repos), sorted(destinations), sorted(kinds))
 
     def _application(self, unit: str, wave_no: int, source: dict[str, Any], namespace: str | None,
-                     options: list[str], ignore: Sequence[dict[str, object]] = (), *,
-                     retry_forever: bool = False) -> None:
+                     options: list[str], ignore: Sequence[dict[str, object]] = ()) -> None:
         spec = self.spec
         destination = {"server": spec.gitops.destination_server, "namespace": namespace}
         body: dict[str, Any] = {
             "project": naming.project(spec.name),
             "source": source,
             "destination": destination,
-            "syncPolicy": _sync_policy(options, retry_forever=retry_forever),
+            "syncPolicy": _sync_policy(options),
         }
         if ignore:
             body["ignoreDifferences"] = list(ignore)
@@ -129,8 +112,7 @@ class AppsChart(Chart):
             options.append("RespectIgnoreDifferences=true")
         source = {"repoURL": self.spec.gitops.repo_url, "targetRevision": self.spec.gitops.target_revision,
                   "path": unit_path(self.spec, unit.unit), "directory": {"recurse": False}}
-        self._application(unit.unit, sync.wave, source, sync.namespace, options, sync.ignore_differences,
-                          retry_forever=uses_custom_resources(unit))
+        self._application(unit.unit, sync.wave, source, sync.namespace, options, sync.ignore_differences)
 
     def _helm_application(self, release: HelmRelease) -> None:
         helm: dict[str, Any] = {"releaseName": release.release_name}
@@ -141,8 +123,7 @@ class AppsChart(Chart):
         options = ["CreateNamespace=true"] + (["ServerSideApply=true"] if release.server_side_apply else [])
         if release.keep_on_delete:
             options.append("Delete=false")
-        self._application(release.unit, release.wave, source, release.namespace, options,
-                          retry_forever=release.needs_other_crds)
+        self._application(release.unit, release.wave, source, release.namespace, options)
 
     def _project(self, repos: list[str], namespaces: list[str], kinds: list[tuple[str, str]]) -> None:
         spec = self.spec

@@ -39,7 +39,6 @@ class HelmRelease:
     cluster_kinds: tuple[tuple[str, str], ...] = ()
     extra_namespaces: tuple[str, ...] = ()  # namespaces the chart writes to besides its own
     keep_on_delete: bool = False  # Delete=false: deleting the Application leaves its objects (CRDs)
-    needs_other_crds: bool = False  # renders CRs of another Application's CRDs: retry without a limit
 
 
 def _placement(spec: ClusterSpec) -> dict[str, Any]:
@@ -94,7 +93,6 @@ def slurm_operator(spec: ClusterSpec) -> HelmRelease:
         values={"crds": {"enabled": False}, "certManager": {"enabled": True},
                 "operator": dict(place), "webhook": dict(place)},
         cluster_kinds=(*WEBHOOKS, *RBAC),
-        needs_other_crds=True,  # its webhook's Certificate and Issuer are cert-manager CRs
     )
 
 
@@ -199,7 +197,6 @@ def mariadb_operator(spec: ClusterSpec) -> HelmRelease:
         values={"crds": {"enabled": False}, **place,
                 "webhook": {**place, "cert": {"certManager": {"enabled": True}}}, "certController": dict(place)},
         cluster_kinds=(*WEBHOOKS, *RBAC),
-        needs_other_crds=True,  # its webhook's Certificate and Issuer are cert-manager CRs
     )
 
 
@@ -264,7 +261,6 @@ def kube_prometheus_stack(spec: ClusterSpec) -> HelmRelease:
         },
         cluster_kinds=(CRD, *WEBHOOKS, *RBAC),
         extra_namespaces=("kube-system",),  # Services for the CoreDNS and kubelet scrape targets
-        needs_other_crds=bool(grafana),  # the Grafana Secret's ExternalSecret: External Secrets' CRDs
     )
 
 

@@ -109,7 +109,7 @@ class InstanceType:
 
     @property
     def is_nvidia(self) -> bool:
-        """NVIDIA GPUs get a Slurm ``gpu`` GRES; Neuron devices do not (see sizing.slurm_node_conf)."""
+        """NVIDIA GPUs: typed ``gpu`` GRES, AutoDetect=nvidia (Neuron: untyped, see sizing.slurm_node_conf)."""
         return self.accelerator_resource == NVIDIA_GPU
 
     @property

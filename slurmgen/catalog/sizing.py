@@ -215,6 +215,14 @@ def _pods_for_accelerators(it: InstanceType, gpus_per_pod: int | None) -> int:
     if not it.has_accelerator:
         raise SizingError(f"{it.instance_type} has no accelerators; gpusPerPod is {gpus_per_pod}", "gpusPerPod")
     count, resource = it.accelerator_count, it.accelerator_resource
+    if it.is_neuron and gpus_per_pod < count:
+        # Slurm's gpu/nrt detection lists every device of the node from sysfs (not namespaced), not
+        # the ones the device plugin gave the pod: a split pod's jobs would be bound to devices it lacks.
+        raise SizingError(
+            f"{it.instance_type} is a Neuron type: Slurm detects its devices from the node's sysfs "
+            f"(AutoDetect=nrt), which lists all {count} of them whatever the pod was given, so pods cannot "
+            "share the node; omit gpusPerPod (one slurmd per node, each job fenced to its own devices)",
+            "gpusPerPod")
     if gpus_per_pod > count:
         raise SizingError(f"{it.instance_type} has {count} {resource}; gpusPerPod is {gpus_per_pod}", "gpusPerPod")
     if count % gpus_per_pod:
@@ -371,11 +379,15 @@ def slurm_node_conf(it: InstanceType, shape: PodShape) -> dict[str, str]:
       limit, which we do not set (see PodShape.limits); so it is written here from the request.
       A `CPUs=` below the detected count would need the socket/core layout to register cleanly.
     - RealMemory: in Slurm "MB" (MiB), slightly below the container limit (see slurm_real_memory_mb).
-    - Gres: ``gpu:<model>:<n>`` for NVIDIA only. Neuron gets no Gres on purpose: the reference only
-      documents GPU GRES (GresTypes=gpu, AutoDetect=nvidia/nvml); Slurm cannot auto-detect Neuron
-      devices, and a count-only ``neuron`` GRES without gres.conf File= lines would let Slurm
-      schedule devices it cannot bind. Device isolation for Neuron stays with Kubernetes (the pod
-      only sees the aws.amazon.com/neuron devices it was given).
+    - Gres: ``gpu:<model>:<n>`` for NVIDIA; ``gpu:<n>`` (n Neuron devices) for Trainium/Inferentia.
+      Slurm 26.05 detects Neuron devices itself: gres.conf ``AutoDetect=nrt`` loads gpu/nrt
+      (src/plugins/gpu/nrt/gpu_nrt.c @ slurm-26-05-3-1, built unconditionally, no library), which
+      reads /sys/devices/virtual/neuron_device/neuron<N> and reports one GRES named ``gpu`` per
+      device with File=/dev/neuron<N> and the sysfs device name as its type. The count is untyped
+      because that type string comes from the driver at run time: an untyped slurm.conf count
+      takes the detected records whatever their type (src/interfaces/gres.c _match_type). With
+      File= known, ConstrainDevices fences each job to its own devices. Whole-node pods only:
+      sysfs lists every device of the node, not the pod's share (see _pods_for_accelerators).
     """
     conf: dict[str, str] = {}
     if shape.pods_per_node > 1:
@@ -388,6 +400,8 @@ def slurm_node_conf(it: InstanceType, shape: PodShape) -> dict[str, str]:
     if it.is_nvidia and shape.accelerators:
         model = f"{it.accelerator_model}:" if it.accelerator_model else ""
         conf["Gres"] = f"gpu:{model}{shape.accelerators}"
+    elif it.is_neuron and shape.accelerators:
+        conf["Gres"] = f"gpu:{shape.accelerators}"
     return conf
 
 

@@ -51,7 +51,32 @@ ConstrainDevices=yes
 ConstrainSwapSpace=yes
 """
 
-GRES_CONF = "AutoDetect=nvidia\n"
+GRES_CONF = "AutoDetect=nvidia\n"  # NVIDIA GPUs, every node (a node-specific line below wins)
+
+# Every Neuron Slurm node name a nodeset can have (<nodeset>-0 ...): fixed, not the replica count,
+# so scaling never rewrites gres.conf (a change restarts slurmctld through the config hash).
+NEURON_NODE_RANGE = "[0-9999]"
+
+
+def gres_conf(plans: Mapping[str, NodeSetPlan]) -> str | None:
+    """gres.conf: AutoDetect=nvidia for NVIDIA nodes, AutoDetect=nrt for each Neuron nodeset's nodes.
+
+    A node-specific AutoDetect line wins over the global one (gres.conf.5 and src/interfaces/gres.c
+    _handle_local_autodetect @ slurm-26-05-3-1); slurmd matches `NodeName=` as a hostlist against
+    its own name, so one shared file serves mixed clusters. None when no nodeset has devices.
+    """
+    text = GRES_CONF if any(p.instance.is_nvidia for p in plans.values()) else ""
+    lines = []
+    for plan in sorted(plans.values(), key=lambda p: p.nodeset.name):
+        if plan.instance.is_neuron and plan.shape.accelerators:  # Slurm node names: the NodeSet hostname prefix
+            lines.append(f"NodeName={plan.nodeset.name}-{NEURON_NODE_RANGE} AutoDetect=nrt")
+    return text + "".join(f"{line}\n" for line in lines) or None
+
+
+def has_gres(plans: Mapping[str, NodeSetPlan]) -> bool:
+    """True when a nodeset's slurmd declares a `gpu` GRES (NVIDIA GPUs or Neuron devices)."""
+    return gres_conf(plans) is not None
+
 
 # Pod-template annotation on the Controller that carries a hash of our configFileRefs ConfigMaps.
 # slurm-operator v1.2.1 hashes only its own `<name>-config` ConfigMap into the slurmctld pod
@@ -122,17 +147,14 @@ class SlurmClusterChart(UnitChart):
     def _sidecar(self) -> dict[str, str]:
         return {"image": self.spec.images.sidecar}
 
-    @property
-    def _has_gpus(self) -> bool:
-        return any(p.instance.is_nvidia for p in self.plans.values())
-
     # -- objects -------------------------------------------------------------------------------
 
     def _config_file_data(self) -> dict[str, dict[str, str]]:
         """The ConfigMaps the Controller mounts through configFileRefs: {name: data}."""
         files = {naming.CGROUP_CONF: {"cgroup.conf": CGROUP_CONF}}
-        if self._has_gpus:
-            files[naming.GRES_CONF] = {"gres.conf": GRES_CONF}
+        gres = gres_conf(self.plans)
+        if gres is not None:
+            files[naming.GRES_CONF] = {"gres.conf": gres}
         if self.spec.topology is not None:
             # A known config file of the operator's webhook (internal/webhook/controller_webhook.go@v1.2.1);
             # its edits reach slurmctld through CONFIG_FILES_HASH like the others.
@@ -323,13 +345,13 @@ def nodeset_lines(spec: ClusterSpec) -> list[str]:
 
 def controller_extra_conf(spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -> str:
     """slurm.conf lines appended by the operator after its own: task plugins, GRES, policy, partitions."""
-    gpus = any(p.instance.is_nvidia for p in plans.values())
+    gpus = has_gres(plans)
     # Dynamic nodes need cons_tres; set it even though 26.05 defaults to it, so the intent is explicit.
     lines: list[str] = ["SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory", *TASK_CONF]
     if gpus:
         lines.append("GresTypes=gpu")  # the operator does not set it; without it no GRES plugin loads
         if spec.accounting.enabled:
-            lines.append("AccountingStorageTRES=gres/gpu")  # record GPU usage for fair share
+            lines.append("AccountingStorageTRES=gres/gpu")  # record GPU/Neuron usage for fair share
     fair = spec.scheduling.fair_share
     if fair.enabled:
         lines += [

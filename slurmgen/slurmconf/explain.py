@@ -36,7 +36,7 @@ def explain_one(cluster: str, tree: Tree, name: str) -> str:
     if eff is None:
         raise ExplainError(f"{cluster}: {name}: no Controller is rendered")
     if name not in eff.files:
-        why = {"gres.conf": "no configFileRefs ConfigMap carries it (no GPU nodeset)",
+        why = {"gres.conf": "no configFileRefs ConfigMap carries it (no GPU or Neuron nodeset)",
                "slurmdbd.conf": "accounting is disabled",
                "topology.yaml": "topology is off (spec topology.enabled)"}.get(name, "nothing writes it")
         raise ExplainError(f"{cluster}: {name}: not written for this cluster: {why}")

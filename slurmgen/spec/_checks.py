@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from ..quantity import memory_mib
+from ._images import pinned_slurm_images
 from ._topology import topology_rules
 from .arn import AMP_HOST, AMP_URL, role_problems
 
@@ -742,6 +743,7 @@ RULES: tuple[Rule, ...] = (
     directory_placement,
     directory_user_names,
     directory_admin_groups,
+    pinned_slurm_images,
 )
 
 
@@ -775,6 +777,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     directory_placement: ("directory", "storage", "secrets", "login", "aws"),
     directory_user_names: ("directory", "policy"),
     directory_admin_groups: ("directory", "policy"),
+    pinned_slurm_images: ("versions", "images", "nodesets"),
 }
 
 EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule can trust any section

@@ -14,7 +14,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Iterator
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
 from .errors import dotted
@@ -43,10 +43,21 @@ def schema() -> dict[str, Any]:
     return json.loads(text)
 
 
+def _is_integer(_checker: Any, instance: Any) -> bool:
+    """An int, never a float: JSON Schema counts 4.0 as an integer, and a float spec value renders
+    as '4.0' (replicas, '128.0' CPUs, '524288.0Mi'): a spurious change in review and a wrong Slurm line."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+# Draft 2020-12 with `type: integer` meaning a YAML integer, for every integer field at once.
+_StrictValidator = validators.extend(
+    Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+
+
 @lru_cache(maxsize=1)
 def _validator() -> Draft202012Validator:
     # The schema itself is checked against the 2020-12 meta-schema by the tests, not on every run.
-    return Draft202012Validator(schema())
+    return _StrictValidator(schema())
 
 
 # Hints for patterns written inline (not a $def), keyed by the pattern itself.
@@ -128,7 +139,10 @@ def _explain(err: ValidationError) -> Iterator[tuple[str, str]]:
         yield dotted(path), f"expected {_type_name(err.validator_value)} naming where the secret is; the value itself never goes in the spec (not shown)"
         return
     if kind == "type":
-        yield dotted(path), f"expected {_type_name(err.validator_value)}, got {_describe(err.instance)}"
+        fix = ""
+        if isinstance(err.instance, float) and err.instance.is_integer() and "integer" in str(err.validator_value):
+            fix = f"; write {int(err.instance)} (a float renders as {err.instance!r} in the output)"
+        yield dotted(path), f"expected {_type_name(err.validator_value)}, got {_describe(err.instance)}{fix}"
         return
     if kind == "enum":
         choices = ", ".join(repr(c) for c in err.validator_value)

@@ -1,0 +1,66 @@
+"""The Application health check for each kind of Argo CD install, and `--verify-argocd` on live argocd-cm output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from slurmgen import argocd_settings
+from slurmgen.cli import main
+
+DATA = Path(__file__).parent / "data" / "argocd"
+KEY = "resource.customizations.health.argoproj.io_Application"
+
+
+def live_cm(data: dict) -> str:
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "argocd-cm"}, "data": data})
+
+
+def body(text: str) -> dict:
+    return yaml.safe_load(text)
+
+
+def test_each_install_kind_yields_an_argocd_cm_that_verifies():
+    # GIVEN each form applied the way its install applies it
+    plain = body(argocd_settings.settings("plain"))["data"]  # merge patch onto argocd-cm
+    helm = body(argocd_settings.settings("helm"))["configs"]["cm"]  # the chart renders configs.cm into argocd-cm
+    [check] = body(argocd_settings.settings("operator"))["spec"]["resourceHealthChecks"]
+    operator = {f"resource.customizations.health.{check['group']}_{check['kind']}": check["check"]}  # what the operator writes
+    # THEN the resulting argocd-cm passes the check every time
+    for data in (plain, helm, operator):
+        assert argocd_settings.verify(live_cm(data)) == []
+
+
+def test_the_operator_form_names_the_application_kind():
+    [check] = body(argocd_settings.settings("operator"))["spec"]["resourceHealthChecks"]
+    assert (check["group"], check["kind"]) == ("argoproj.io", "Application")
+    assert "hs.status = obj.status.health.status" in check["check"]
+
+
+@pytest.mark.parametrize("fixture,code,expect", [
+    ("argocd-cm-in-place.yaml", 0, "has slurmgen's Application health check"),
+    ("argocd-cm-reverted.yaml", 1, f"has no {KEY}"),
+    ("argocd-cm-other-check.yaml", 1, "differs from slurmgen's check"),
+])
+def test_verify_argocd_reads_kubectl_output(capsys, fixture, code, expect):
+    # WHEN the live ConfigMap (kubectl get cm argocd-cm -o yaml) is checked
+    assert main(["--verify-argocd", str(DATA / fixture)]) == code
+    out = capsys.readouterr().out
+    # THEN the line says what is wrong and what to run
+    assert expect in out, out
+    if code:
+        assert "--argocd-settings" in out
+
+
+def test_verify_argocd_refuses_what_is_not_argocd_cm(tmp_path, capsys):
+    other = tmp_path / "cm.yaml"
+    other.write_text(live_cm({KEY: "x"}).replace("argocd-cm", "argocd-rbac-cm"))
+    assert main(["--verify-argocd", str(other)]) == 1
+    assert "not the argocd-cm ConfigMap" in capsys.readouterr().out
+
+
+def test_verify_argocd_unreadable_file_exits_2(tmp_path, capsys):
+    assert main(["--verify-argocd", str(tmp_path / "missing.yaml")]) == 2
+    assert "cannot read" in capsys.readouterr().err

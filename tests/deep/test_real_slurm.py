@@ -69,7 +69,7 @@ def accounts_job(cluster: Cluster, rendered: Rendered) -> subprocess.CompletedPr
                                                "DBD_TRIES": "6"})
 
 
-GRES = re.compile(r"(?:^| )Gres=gpu:([^: ]+):(\d+)")
+GRES = re.compile(r"(?:^| )Gres=gpu:(?:([^: ]+):)?(\d+)")  # gpu:<model>:<n> (NVIDIA) or gpu:<n> (Neuron)
 
 
 def local_gres_conf(cluster: Cluster, nodes: dict[str, str]) -> str:
@@ -84,11 +84,12 @@ def local_gres_conf(cluster: Cluster, nodes: dict[str, str]) -> str:
         model, count = found.group(1), int(found.group(2))
         files = []
         for i in range(count):
-            path = dev / f"{node}-nvidia{i}"
+            path = dev / f"{node}-gpu{i}"
             if not path.exists():
-                os.mknod(path, 0o600 | 0o020000, os.makedev(195, i))  # a character device, NVIDIA's major
+                os.mknod(path, 0o600 | 0o020000, os.makedev(195, i))  # a character device (NVIDIA's major)
             files.append(str(path))
-        lines.append(f"NodeName={node} Name=gpu Type={model} File={','.join(files)}")
+        typed = f" Type={model}" if model else ""
+        lines.append(f"NodeName={node} Name=gpu{typed} File={','.join(files)}")
     return "\n".join(lines) + "\n"
 
 

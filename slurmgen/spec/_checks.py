@@ -520,9 +520,7 @@ def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
     for index, part in enumerate(spec["partitions"]):
         if "qos" in part:
             yield (f"partitions[{index}].qos",
-                   "slurmctld refuses to start with a partition QOS= that slurmdbd does not know yet, and the "
-                   "policy Job creates QoS only after slurmctld runs; use allowQos, or add QOS via extraConfig "
-                   "once the QoS exists")
+                   "a partition QOS= is not supported yet; use allowQos to admit only the QoS you name")
         for name in part.get("allowQos", []):
             if name not in qos_names:
                 yield f"partitions[{index}].allowQos", f"no QoS named {name!r} in policy.qos"

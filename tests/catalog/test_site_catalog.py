@@ -3,6 +3,8 @@ spec validation gives one answer however it is called."""
 
 from __future__ import annotations
 
+import re
+
 import subprocess
 import sys
 import textwrap
@@ -80,11 +82,12 @@ def test_new_types_render_and_verify_end_to_end(new_types_cluster: dict) -> None
 
 def test_gpu_model_names_reach_slurm_as_karpenters_gpu_name(new_types_cluster: dict) -> None:
     # given the rendered cluster, then Slurm's Gres uses Karpenter's gpu-name label (h100, t4), split nodes
-    # offer their share, and Neuron / CPU nodes carry no Gres
+    # offer their share, Neuron nodes an untyped gpu count (gpu/nrt types them), CPU nodes no Gres
     conf = {n: nodeset(new_types_cluster, n)["spec"]["extraConf"] for n, _, _ in NEW_TYPES}
     assert conf["hopper"].endswith("Gres=gpu:h100:1")
     assert conf["tesla"].startswith("CPUs=23 ") and conf["tesla"].endswith("Gres=gpu:t4:2")
-    assert not any("Gres" in conf[n] for n in ("cpu", "hpc", "trainium", "graviton"))
+    assert not any("Gres" in conf[n] for n in ("cpu", "hpc", "graviton"))
+    assert re.search(r"(^| )Gres=gpu:\d+( |$)", conf["trainium"]), conf["trainium"]
 
 
 def test_site_csv_beside_the_specs_adds_a_type(tmp_path: Path) -> None:

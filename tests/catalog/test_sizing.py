@@ -133,12 +133,15 @@ def test_efa_off_requests_no_efa() -> None:
     assert shape.pods_per_node == 8 and shape.accelerators == 1
 
 
-def test_neuron_pod_requests_neuron_devices() -> None:
-    # given trn2.48xlarge split into 4-device pods with EFA
-    shape = pod_resources(CATALOG["trn2.48xlarge"], gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
-    # then each pod requests 4 Neuron devices and a quarter of the EFA interfaces
-    assert shape.requests()["aws.amazon.com/neuron"] == "4"
-    assert (shape.pods_per_node, shape.efa) == (4, 4)
+def test_neuron_pod_requests_every_neuron_device_and_is_never_split() -> None:
+    # given trn2.48xlarge with EFA, whole node: the pod requests all 16 Neuron devices and every EFA
+    it = CATALOG["trn2.48xlarge"]
+    shape = pod_resources(it, gpus_per_pod=None, efa=True, reserve=DEFAULT_RESERVE)
+    assert shape.requests()["aws.amazon.com/neuron"] == str(it.accelerator_count)
+    assert (shape.pods_per_node, shape.efa) == (1, it.efa_max)
+    # when split into 4-device pods, then it is refused: gpu/nrt reads every device of the node from sysfs
+    with pytest.raises(SizingError, match="Neuron type: Slurm detects its devices from the node's sysfs"):
+        pod_resources(it, gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
 
 
 def test_cpu_only_type_is_whole_node_unless_pods_per_node_is_given() -> None:
@@ -187,11 +190,12 @@ def test_slurm_node_conf_small_cpu_and_neuron_types() -> None:
     m6i, inf2 = CATALOG["m6i.large"], CATALOG["inf2.24xlarge"]
     m6i_shape = pod_resources(m6i, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE)
     inf2_shape = pod_resources(inf2, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE)
-    # then the small type keeps the 256 MiB minimum headroom and neither gets a Gres; m6i.large's one core
+    # then the small type keeps the 256 MiB minimum headroom and has no Gres; m6i.large's one core
     # stays Slurm's (a node keeps at least one core), so it gets no CoreSpecCount
     assert slurm_node_conf(m6i, m6i_shape) == {"RealMemory": str(m6i_shape.memory_mi - 256)}
     inf2_conf = slurm_node_conf(inf2, inf2_shape)
-    assert "Gres" not in inf2_conf
+    # and the Neuron type counts its devices as an untyped gpu GRES (gpu/nrt supplies the type)
+    assert inf2_conf["Gres"] == f"gpu:{inf2.accelerator_count}"
     # and the 1% headroom applies between the bounds
     headroom = -(-inf2_shape.memory_mi // 100)
     assert inf2_conf["RealMemory"] == str(inf2_shape.memory_mi - headroom)
@@ -317,7 +321,7 @@ def test_every_catalog_type_sizes_to_a_valid_pod_or_is_refused_clearly() -> None
                 try:
                     _check_shape(it, pod_resources(it, gpus_per_pod=gpus, efa=efa, reserve=DEFAULT_RESERVE))
                 except SizingError as err:
-                    assert "fewer than one per pod" in str(err) or "per pod" in str(err), (name, str(err))
+                    assert ("per pod" in str(err) or (it.is_neuron and "Neuron type" in str(err))), (name, str(err))
     # then only the small types are refused (1 vCPU, or under ~2 GiB), each saying so and what to do
     assert {m for m in refused.values() if not TOO_SMALL.match(m)} == set()
     assert {"t3.nano", "t4g.nano", "a1.medium", "t3.small", "c1.medium"} <= set(refused)

@@ -63,8 +63,7 @@ class NodeSetPlan:
     @property
     def max_nodes(self) -> int:
         """The ceiling the NodePool limits are derived from: maxNodes, else what the replicas (or the autoscale max) need."""
-        needed = -(-self.nodeset.ceiling // self.shape.pods_per_node)
-        return self.nodeset.max_nodes or needed
+        return self.nodeset.max_nodes or self.nodeset.ceiling
 
     @property
     def node_selector(self) -> dict[str, str]:

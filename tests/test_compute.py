@@ -1,6 +1,10 @@
-"""Karpenter objects of the larger example (clusters/training.yaml): limits, disruption, reservations, splits."""
+"""Karpenter objects of the larger example (clusters/training.yaml): limits, disruption, reservations, one slurmd per node."""
 
 from __future__ import annotations
+
+from slurmgen.build import render
+from slurmgen.spec import parse_text
+from tests.conftest import MINIMAL_SPEC
 
 
 def obj(rendered, cluster, rel):
@@ -14,16 +18,20 @@ def test_limits_are_the_capacity_of_the_nodes_the_replicas_need(rendered):
     assert pool["limits"] == {"nodes": "16", "cpu": "3072", "memory": f"{2048 * 1024 * 16}Mi", "nvidia.com/gpu": "128"}
 
 
-def test_split_nodes_use_max_nodes_and_lift_the_one_pod_per_node_rule(rendered):
-    # GIVEN 8 replicas of 2 GPUs on g6e.48xlarge (8 GPUs, 4 EFA) with maxNodes 4
-    pool = obj(rendered, "training", "compute/nodepool-training-l40s.yaml")["spec"]
-    nodeset = obj(rendered, "training", "slurm/nodeset-slurm-worker-l40s.yaml")["spec"]
-    # THEN four pods share a node evenly and the pool stops at 4 nodes
+def test_one_slurmd_per_instance_holds_every_device_and_the_pool_stops_at_max_nodes():
+    # GIVEN 2 replicas of g6e.48xlarge (8 GPUs, 4 EFA) with maxNodes 4
+    spec = parse_text("t.yaml", MINIMAL_SPEC.replace(
+        "instanceType: g5.xlarge}", "instanceType: g6e.48xlarge, efa: true, replicas: 2, maxNodes: 4}"))
+    [cluster] = render([spec])
+    pool = cluster.files["compute/nodepool-t-gpu.yaml"]["spec"]
+    nodeset = cluster.files["slurm/nodeset-slurm-worker-gpu.yaml"]["spec"]
+    # THEN the pool stops at 4 nodes, and each slurmd (one per node, the operator's anti-affinity kept)
+    # holds all 8 GPUs and 4 EFA interfaces and offers them all to Slurm
     assert pool["limits"]["nodes"] == "4" and pool["limits"]["nvidia.com/gpu"] == "32"
-    assert nodeset["oversubscribeNode"] is True
+    assert "oversubscribeNode" not in nodeset
     limits = nodeset["slurmd"]["resources"]["limits"]
-    assert limits["nvidia.com/gpu"] == "2" and limits["vpc.amazonaws.com/efa"] == "1"
-    assert "Gres=gpu:l40s:2" in nodeset["extraConf"].split(" ")
+    assert limits["nvidia.com/gpu"] == "8" and limits["vpc.amazonaws.com/efa"] == "4"
+    assert "Gres=gpu:l40s:8" in nodeset["extraConf"].split(" ")
 
 
 def test_disruption_never_interrupts_a_job(rendered):

@@ -74,8 +74,8 @@ def test_autoscaling_counts_own_partitions_when_there_are_some(rendered):
     assert partitions_of(shared_only, "gpu") == ["all"]
 
 
-def test_split_nodes_tell_slurm_their_cpu_share():
-    spec = parse_text("t.yaml", MINIMAL_SPEC.replace("instanceType: g5.xlarge}", "instanceType: p5.48xlarge, gpusPerPod: 4}"))
+def test_a_whole_node_keeps_its_cpu_layout_and_reserves_the_cores_beyond_the_request():
+    spec = parse_text("t.yaml", MINIMAL_SPEC.replace("instanceType: g5.xlarge}", "instanceType: p5.48xlarge}"))
     [cluster] = render([spec])
     conf = cluster.files["slurm/nodeset-slurm-worker-gpu.yaml"]["spec"]["extraConf"].split(" ")
-    assert conf[0].startswith("CPUs=") and int(conf[0][5:]) == 94 and "Gres=gpu:h100:4" in conf
+    assert not [c for c in conf if c.startswith("CPUs=")] and "CoreSpecCount=2" in conf and "Gres=gpu:h100:8" in conf

@@ -90,7 +90,6 @@ def pod_resources_for(types: Sequence[InstanceType], *, gpus_per_pod: int | None
     smallest = min(shapes, key=lambda s: (s.memory_mi, s.cpu_m, s.efa))
     return PodShape(
         instance_type=smallest.instance_type,
-        pods_per_node=shapes[0].pods_per_node,  # equal: same accelerators (interchangeable)
         cpu_m=min(s.cpu_m for s in shapes),
         memory_mi=min(s.memory_mi for s in shapes),
         accelerators=min(s.accelerators for s in shapes),

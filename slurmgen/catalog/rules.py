@@ -57,7 +57,7 @@ def nodesets_fit(spec: dict[str, Any], catalog: Mapping[str, InstanceType]) -> I
             yield from ((field, problem) for problem in mismatch)
             continue
         try:
-            shape = pod_resources_for(types, gpus_per_pod=ns.get("gpusPerPod"), efa=ns["efa"], reserve=reserve)
+            pod_resources_for(types, gpus_per_pod=ns.get("gpusPerPod"), efa=ns["efa"], reserve=reserve)
         except SizingError as err:
             yield (err.field if err.field.startswith("compute.") else f"nodesets[{index}].{err.field}"), str(err)
             continue
@@ -66,11 +66,10 @@ def nodesets_fit(spec: dict[str, Any], catalog: Mapping[str, InstanceType]) -> I
         if missing:
             yield field, missing
         ceiling = ns["autoscale"]["max"] if "autoscale" in ns else ns["replicas"]
-        needed = -(-ceiling // shape.pods_per_node)
-        if ns.get("maxNodes", needed) < needed:
+        if ns.get("maxNodes", ceiling) < ceiling:
             what = "autoscale.max" if "autoscale" in ns else "replicas"
             yield (f"nodesets[{index}].maxNodes",
-                   f"{ceiling} {what} at {shape.pods_per_node} per {it.instance_type} need {needed} nodes; "
+                   f"{ceiling} {what} need {ceiling} {it.instance_type} nodes (one slurmd each); "
                    f"maxNodes is {ns['maxNodes']}")
 
 

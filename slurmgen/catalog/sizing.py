@@ -109,10 +109,9 @@ DEFAULT_RESERVE = DaemonSetReserve()
 
 @dataclass(frozen=True)
 class PodShape:
-    """Per-pod resources for the slurmd pods of one NodeSet on one instance type."""
+    """Resources of a NodeSet's slurmd pod on one instance type (one pod per instance)."""
 
     instance_type: str
-    pods_per_node: int
     cpu_m: int
     memory_mi: int
     accelerators: int
@@ -201,75 +200,45 @@ def lookup(catalog: Mapping[str, InstanceType], name: str) -> InstanceType:
     raise SizingError(message)
 
 
-def _divisors(n: int) -> list[int]:
-    """Divisors of n in ascending order, to tell users which split values are valid."""
-    return [d for d in range(1, n + 1) if n % d == 0]
+#: Why a node is never split between slurmd pods (proven with real slurmd 26.05.3 in
+#: tests/deep/test_real_slurm.py): a dynamic node takes its CPU count from `--conf` but maps its
+#: abstract CPUs through the whole machine's CPU map (src/common/xcpuinfo.c xcpuinfo_abs_to_mac), so
+#: two slurmd with CPUs=N each run their jobs on the same machine CPUs, and confined to cpusets of
+#: their own the second one's jobs fail while its node stays IDLE. One slurmd per instance lets Slurm
+#: share the node between jobs itself (cons_tres, ConstrainCores/ConstrainDevices).
+ONE_SLURMD_PER_INSTANCE = ("one slurmd runs per instance: Slurm shares the node between jobs itself "
+                           "(a job asks for --gpus/-c/--mem), and slurmd pods splitting one machine would run "
+                           "their jobs on the same CPUs")
 
 
-def _pods_for_accelerators(it: InstanceType, gpus_per_pod: int | None) -> int:
-    """How many slurmd pods share the node so that each gets an equal slice of the devices."""
+def _refuse_split(it: InstanceType, gpus_per_pod: int | None) -> None:
+    """gpusPerPod may only say the node's own count (see ONE_SLURMD_PER_INSTANCE)."""
     if gpus_per_pod is None:
-        return 1
+        return
     if gpus_per_pod < 1:
         raise SizingError(f"gpusPerPod must be at least 1, got {gpus_per_pod}", "gpusPerPod")
     if not it.has_accelerator:
         raise SizingError(f"{it.instance_type} has no accelerators; gpusPerPod is {gpus_per_pod}", "gpusPerPod")
     count, resource = it.accelerator_count, it.accelerator_resource
-    if it.is_neuron and gpus_per_pod < count:
-        # Slurm's gpu/nrt detection lists every device of the node from sysfs (not namespaced), not
-        # the ones the device plugin gave the pod: a split pod's jobs would be bound to devices it lacks.
-        raise SizingError(
-            f"{it.instance_type} is a Neuron type: Slurm detects its devices from the node's sysfs "
-            f"(AutoDetect=nrt), which lists all {count} of them whatever the pod was given, so pods cannot "
-            "share the node; omit gpusPerPod (one slurmd per node, each job fenced to its own devices)",
-            "gpusPerPod")
     if gpus_per_pod > count:
         raise SizingError(f"{it.instance_type} has {count} {resource}; gpusPerPod is {gpus_per_pod}", "gpusPerPod")
-    if count % gpus_per_pod:
-        valid = ", ".join(map(str, _divisors(count)))
+    if gpus_per_pod != count:
         raise SizingError(
-            f"{it.instance_type} has {count} {resource}; gpusPerPod {gpus_per_pod} does not split them "
-            f"evenly (choose one of {valid})", "gpusPerPod"
-        )
-    return count // gpus_per_pod
+            f"{it.instance_type} has {count} {resource}; gpusPerPod {gpus_per_pod} would split it: "
+            f"{ONE_SLURMD_PER_INSTANCE}; omit gpusPerPod (or set {count})", "gpusPerPod")
 
 
-def _pods_per_node(it: InstanceType, gpus_per_pod: int | None, pods_per_node: int | None) -> int:
-    """Accelerator types split by gpusPerPod; CPU-only types run one slurmd unless podsPerNode says otherwise."""
-    pods = _pods_for_accelerators(it, gpus_per_pod)
-    if pods_per_node is None:
-        return pods
-    if it.has_accelerator:
-        raise SizingError(
-            f"podsPerNode applies to CPU-only types; {it.instance_type} has {it.accelerator_count} "
-            f"{it.accelerator_resource}, use gpusPerPod instead", "podsPerNode"
-        )
-    if pods_per_node < 1:
-        raise SizingError(f"podsPerNode must be at least 1, got {pods_per_node}", "podsPerNode")
-    return pods_per_node
-
-
-def _efa_per_pod(it: InstanceType, efa: bool, pods: int) -> int:
-    """EFA devices per pod: all of them for one pod, an equal share when the node is split."""
+def _efa(it: InstanceType, efa: bool) -> int:
+    """EFA devices of the pod: all of the node's, or none."""
     if not efa:
         return 0
     if not it.has_efa:
         raise SizingError(f"EFA requested but {it.instance_type} has no EFA interfaces ({EFA_RESOURCE})", "efa")
-    per_pod = it.efa_max // pods
-    if per_pod == 0:
-        hint = ""
-        if it.has_accelerator:
-            ok = [d for d in _divisors(it.accelerator_count) if it.efa_max // (it.accelerator_count // d) >= 1]
-            hint = f"; use gpusPerPod >= {ok[0]} or efa: false"
-        raise SizingError(
-            f"{it.instance_type} has {it.efa_max} {EFA_RESOURCE} for {pods} pods per node, "
-            f"fewer than one per pod{hint}", "efa"
-        )
-    return per_pod
+    return it.efa_max
 
 
-def _split(it: InstanceType, alloc: Allocatable, reserve: DaemonSetReserve, pods: int) -> tuple[int, int]:
-    """Per-pod CPU (floored to 10m) and memory (floored to 1Mi) so the sum never exceeds allocatable."""
+def _free(it: InstanceType, alloc: Allocatable, reserve: DaemonSetReserve) -> tuple[int, int]:
+    """The pod's CPU (floored to 10m) and memory (Mi): allocatable less the DaemonSet reserve."""
     reserve_cpu_m, reserve_memory_mi = reserve.on(alloc)
     free_cpu_m = alloc.cpu_m - reserve_cpu_m
     free_memory_mi = alloc.memory_mi - reserve_memory_mi
@@ -279,26 +248,20 @@ def _split(it: InstanceType, alloc: Allocatable, reserve: DaemonSetReserve, pods
             f"{reserve_memory_mi}Mi) leaves nothing of its allocatable ({alloc.cpu_m}m CPU, {alloc.memory_mi}Mi); "
             "choose a larger type"
         )
-    cpu_m = free_cpu_m // pods // CPU_GRANULARITY_M * CPU_GRANULARITY_M
-    memory_mi = free_memory_mi // pods
+    cpu_m = free_cpu_m // CPU_GRANULARITY_M * CPU_GRANULARITY_M
     if cpu_m < 1000:
-        raise _too_small(it, pods, f"{cpu_m}m CPU", f"{reserve_cpu_m}m", "Slurm needs at least one whole CPU per node")
-    if memory_mi < MIN_SLURMD_MEMORY_MI:
-        raise _too_small(it, pods, f"{memory_mi}Mi", f"{reserve_memory_mi}Mi",
+        raise _too_small(it, f"{cpu_m}m CPU", f"{reserve_cpu_m}m", "Slurm needs at least one whole CPU per node")
+    if free_memory_mi < MIN_SLURMD_MEMORY_MI:
+        raise _too_small(it, f"{free_memory_mi}Mi", f"{reserve_memory_mi}Mi",
                          f"a Slurm node needs at least {MIN_SLURMD_MEMORY_MI}Mi")
-    return cpu_m, memory_mi
+    return cpu_m, free_memory_mi
 
 
-def _too_small(it: InstanceType, pods: int, left: str, reserve: str, need: str) -> SizingError:
-    """The refusal when one pod's share (`left`) is below what a Slurm node needs: the node split
-    into `pods` pods (then gpusPerPod is the fix on a GPU type), or the reserve took the rest."""
-    where = f"split into {pods} pods leaves {left} per pod" if pods > 1 else \
-        f"leaves {left} for slurmd after the DaemonSet reserve ({reserve})"
+def _too_small(it: InstanceType, left: str, reserve: str, need: str) -> SizingError:
+    """The refusal when what the reserve leaves (`left`) is below what a Slurm node needs."""
     return SizingError(
-        f"{it.instance_type} {where}; {need}"
-        + ("" if pods > 1 else "; choose a larger type"),
-        "gpusPerPod" if pods > 1 and it.has_accelerator else "instanceType",
-    )
+        f"{it.instance_type} leaves {left} for slurmd after the DaemonSet reserve ({reserve}); {need}; "
+        "choose a larger type", "instanceType")
 
 
 def pod_resources(
@@ -307,25 +270,23 @@ def pod_resources(
     gpus_per_pod: int | None = None,
     efa: bool = False,
     reserve: DaemonSetReserve = DEFAULT_RESERVE,
-    pods_per_node: int | None = None,
 ) -> PodShape:
-    """Size the slurmd pod(s) for one node: whole node by default, or an even split by gpusPerPod.
+    """Size the one slurmd pod of a node: the whole node less the DaemonSet reserve.
 
-    Splitting evenly (never a remainder) keeps every slurmd identical, so one NodeSet template and
-    one Slurm node definition fit all of them.
+    gpusPerPod is still read so a spec asking for a split gets one clear line (see
+    ONE_SLURMD_PER_INSTANCE).
     """
-    pods = _pods_per_node(it, gpus_per_pod, pods_per_node)
+    _refuse_split(it, gpus_per_pod)
     alloc = allocatable(it)
-    efa_per_pod = _efa_per_pod(it, efa, pods)
-    cpu_m, memory_mi = _split(it, alloc, reserve, pods)
+    efa_devices = _efa(it, efa)
+    cpu_m, memory_mi = _free(it, alloc, reserve)
     return PodShape(
         instance_type=it.instance_type,
-        pods_per_node=pods,
         cpu_m=cpu_m,
         memory_mi=memory_mi,
-        accelerators=it.accelerator_count // pods,
+        accelerators=it.accelerator_count,
         accelerator_resource=it.accelerator_resource,
-        efa=efa_per_pod,
+        efa=efa_devices,
     )
 
 
@@ -361,18 +322,14 @@ def slurm_cores(it: InstanceType, shape: PodShape) -> int:
 
 
 def slurm_cpus(it: InstanceType, shape: PodShape) -> int:
-    """CPUs Slurm schedules on one slurmd: its share of a split node, else its cores' threads."""
-    if shape.pods_per_node > 1:
-        return shape.cpu_m // 1000
+    """CPUs Slurm schedules on the node's slurmd: its cores' threads."""
     return slurm_cores(it, shape) * threads_per_core(it)
 
 
 def slurm_node_conf(it: InstanceType, shape: PodShape) -> dict[str, str]:
     """Slurm's view of one slurmd pod, as ordered slurm.conf node keys (CPUs/CoreSpecCount, RealMemory, Gres).
 
-    - CPUs: only when a node is split between pods (whole CPUs of the pod's request), so each
-      slurmd offers its share.
-    - CoreSpecCount: on a whole-node slurmd, the cores beyond the pod's CPU request, reserved for the
+    - CoreSpecCount: the cores beyond the pod's CPU request, reserved for the
       kubelet and the DaemonSets (with task/cgroup and ConstrainCores, jobs never run on them). The
       image's entrypoint would derive the same from a CPU *limit* (containers
       schedmd/slurm/26.05/ubuntu26.04 slurmd-entrypoint.sh, calculateCoreSpecCount), but only from a
@@ -390,12 +347,9 @@ def slurm_node_conf(it: InstanceType, shape: PodShape) -> dict[str, str]:
       sysfs lists every device of the node, not the pod's share (see _pods_for_accelerators).
     """
     conf: dict[str, str] = {}
-    if shape.pods_per_node > 1:
-        conf["CPUs"] = str(slurm_cpus(it, shape))
-    else:
-        spare = it.vcpu // threads_per_core(it) - slurm_cores(it, shape)
-        if spare > 0:
-            conf["CoreSpecCount"] = str(spare)
+    spare = it.vcpu // threads_per_core(it) - slurm_cores(it, shape)
+    if spare > 0:
+        conf["CoreSpecCount"] = str(spare)
     conf["RealMemory"] = str(slurm_real_memory_mb(shape))
     if it.is_nvidia and shape.accelerators:
         model = f"{it.accelerator_model}:" if it.accelerator_model else ""

@@ -291,10 +291,6 @@ class SlurmClusterChart(UnitChart):
         else:
             # Autoscaled: created at min, then KEDA owns the count (Argo CD ignores it, see apps).
             body["replicas"] = ns.autoscale.min if ns.autoscale else ns.replicas
-        if plan.shape.pods_per_node > 1:
-            # The operator keeps slurmd pods on separate nodes by a required anti-affinity; a node
-            # split by gpusPerPod must lift it. The dedicated NodePool keeps other NodeSets away.
-            body["oversubscribeNode"] = True
         own = own_partition(self.spec.partitions, ns.name)
         if own is not None:
             body["partition"] = {"enabled": True, "config": " ".join(own.config_tokens(default_memory(own, self.plans)))}

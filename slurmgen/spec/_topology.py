@@ -105,13 +105,6 @@ def topology_rules(spec: dict[str, Any]) -> Iterator[Finding]:
             continue
         if part_kind != "block":
             continue
-        split = [n for n in names if n in by_name and by_name[n].get("gpusPerPod") is not None]
-        if split:
-            # Blocks count Slurm nodes and the labeler places Kubernetes nodes: one slurmd pod per node only.
-            yield (f"partitions[{index}].topology.type",
-                   f"block topology needs one slurmd pod per node; {', '.join(repr(n) for n in split)} "
-                   f"sets gpusPerPod; remove it or use tree")
-            continue
         sizes = part["topology"].get("blockSizes") or (spec.get("topology") or {}).get("blockSizes")
         field = f"partitions[{index}].topology.blockSizes"
         if not sizes:

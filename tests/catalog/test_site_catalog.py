@@ -24,7 +24,7 @@ NEW_TYPES = [
     ("hopper", "p5.4xlarge", "efa: true"),
     ("cpu", "c7i.48xlarge", "efa: true"),
     ("hpc", "hpc7a.96xlarge", "efa: true"),
-    ("tesla", "g4dn.12xlarge", "gpusPerPod: 2"),
+    ("tesla", "g4dn.12xlarge", "gpusPerPod: 4"),
     ("trainium", "trn2.48xlarge", "efa: true"),
     ("graviton", "c7g.16xlarge", "{}"),
 ]
@@ -71,7 +71,7 @@ def test_new_types_render_and_verify_end_to_end(new_types_cluster: dict) -> None
         "hopper": {"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "1"},
         "cpu": {"vpc.amazonaws.com/efa": "1"},
         "hpc": {"vpc.amazonaws.com/efa": "2"},
-        "tesla": {"nvidia.com/gpu": "2"},
+        "tesla": {"nvidia.com/gpu": "4"},
         "trainium": {"aws.amazon.com/neuron": "16", "vpc.amazonaws.com/efa": "16"},
         "graviton": {},
     }
@@ -81,11 +81,11 @@ def test_new_types_render_and_verify_end_to_end(new_types_cluster: dict) -> None
 
 
 def test_gpu_model_names_reach_slurm_as_karpenters_gpu_name(new_types_cluster: dict) -> None:
-    # given the rendered cluster, then Slurm's Gres uses Karpenter's gpu-name label (h100, t4), split nodes
-    # offer their share, Neuron nodes an untyped gpu count (gpu/nrt types them), CPU nodes no Gres
+    # given the rendered cluster, then Slurm's Gres uses Karpenter's gpu-name label (h100, t4), every
+    # node offers all its GPUs, Neuron nodes an untyped gpu count (gpu/nrt types them), CPU nodes no Gres
     conf = {n: nodeset(new_types_cluster, n)["spec"]["extraConf"] for n, _, _ in NEW_TYPES}
     assert conf["hopper"].endswith("Gres=gpu:h100:1")
-    assert conf["tesla"].startswith("CPUs=23 ") and conf["tesla"].endswith("Gres=gpu:t4:2")
+    assert "CPUs=" not in conf["tesla"] and conf["tesla"].endswith("Gres=gpu:t4:4")
     assert not any("Gres" in conf[n] for n in ("cpu", "hpc", "graviton"))
     assert re.search(r"(^| )Gres=gpu:\d+( |$)", conf["trainium"]), conf["trainium"]
 

@@ -96,7 +96,7 @@ def test_whole_node_gpu_pod_gets_every_device_and_all_but_the_reserve() -> None:
     shape = pod_resources(CATALOG["p5.48xlarge"], gpus_per_pod=None, efa=True, reserve=DEFAULT_RESERVE)
     # then the pod holds all 8 GPUs, all 32 EFA, and allocatable minus the reserve: on a big node the
     # 1 % share beats the fixed floor (1915m of 191450m CPU, 19385Mi of 1938410Mi), CPU floored to 10m
-    assert shape == PodShape("p5.48xlarge", 1, 189530, 1938410 - 19385, 8, "nvidia.com/gpu", 32)
+    assert shape == PodShape("p5.48xlarge", 189530, 1938410 - 19385, 8, "nvidia.com/gpu", 32)
     expected = {"cpu": "189530m", "memory": "1919025Mi", "nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
     assert shape.requests() == expected
     # and limits cover the extended resources only (no CPU/memory limit: Slinky 1.2.1, slurm-operator#261)
@@ -108,29 +108,25 @@ def test_gpus_per_pod_equal_to_device_count_is_the_whole_node() -> None:
     whole = pod_resources(CATALOG["g5.12xlarge"], gpus_per_pod=None, efa=True, reserve=DEFAULT_RESERVE)
     same = pod_resources(CATALOG["g5.12xlarge"], gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
     # then it is the same shape as not splitting at all
-    assert same == whole and same.pods_per_node == 1
+    assert same == whole and same.accelerators == 4
 
 
-def test_partial_node_splits_gpus_efa_cpu_and_memory_evenly() -> None:
-    # given p5.48xlarge with 4 GPUs per pod
-    shape = pod_resources(CATALOG["p5.48xlarge"], gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
-    # then two pods share the node with 4 GPUs and 16 EFA each, CPU floored to 10m
-    assert (shape.pods_per_node, shape.accelerators, shape.efa) == (2, 4, 16)
-    assert (shape.cpu_m, shape.memory_mi) == ((191450 - 1915) // 2 // 10 * 10, (1938410 - 19385) // 2)
-    assert shape.requests() == {
-        "cpu": "94760m",
-        "memory": "959512Mi",
-        "nvidia.com/gpu": "4",
-        "vpc.amazonaws.com/efa": "16",
-    }
+@pytest.mark.parametrize("gpus", [1, 2, 4])
+def test_a_node_is_never_split_between_slurmd_pods(gpus: int) -> None:
+    # given p5.48xlarge (8 GPUs) asked for fewer GPUs per pod
+    # then it is refused, saying why (Slurm shares the node itself; split slurmd share CPUs) and the fix
+    with pytest.raises(SizingError, match=rf"p5.48xlarge has 8 nvidia.com/gpu; gpusPerPod {gpus} would split it: "
+                       r"one slurmd runs per instance: .* omit gpusPerPod \(or set 8\)") as err:
+        pod_resources(CATALOG["p5.48xlarge"], gpus_per_pod=gpus, efa=True, reserve=DEFAULT_RESERVE)
+    assert err.value.field == "gpusPerPod"
 
 
 def test_efa_off_requests_no_efa() -> None:
     # given an EFA-capable type sized with efa=False
-    shape = pod_resources(CATALOG["p5.48xlarge"], gpus_per_pod=1, efa=False, reserve=DEFAULT_RESERVE)
-    # then no EFA is requested
+    shape = pod_resources(CATALOG["p5.48xlarge"], gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE)
+    # then no EFA is requested, and every GPU is
     assert shape.efa == 0 and "vpc.amazonaws.com/efa" not in shape.requests()
-    assert shape.pods_per_node == 8 and shape.accelerators == 1
+    assert shape.accelerators == 8
 
 
 def test_neuron_pod_requests_every_neuron_device_and_is_never_split() -> None:
@@ -138,24 +134,20 @@ def test_neuron_pod_requests_every_neuron_device_and_is_never_split() -> None:
     it = CATALOG["trn2.48xlarge"]
     shape = pod_resources(it, gpus_per_pod=None, efa=True, reserve=DEFAULT_RESERVE)
     assert shape.requests()["aws.amazon.com/neuron"] == str(it.accelerator_count)
-    assert (shape.pods_per_node, shape.efa) == (1, it.efa_max)
-    # when split into 4-device pods, then it is refused: gpu/nrt reads every device of the node from sysfs
-    with pytest.raises(SizingError, match="Neuron type: Slurm detects its devices from the node's sysfs"):
+    assert shape.efa == it.efa_max
+    # when split into 4-device pods, then it is refused like every split
+    with pytest.raises(SizingError, match="gpusPerPod 4 would split it"):
         pod_resources(it, gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
 
 
-def test_cpu_only_type_is_whole_node_unless_pods_per_node_is_given() -> None:
-    # given a CPU-only type
+def test_cpu_only_type_is_one_pod_with_cpu_and_memory() -> None:
+    # given a CPU-only type, when sized, then one pod with only cpu and memory: all but the reserve
     it = CATALOG["m7i.8xlarge"]
-    # when sized by default, then one pod with only cpu and memory
     whole = pod_resources(it, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE)
-    assert whole.pods_per_node == 1 and set(whole.requests()) == {"cpu", "memory"}
-    # when split in four, then each pod gets a floored quarter
-    split = pod_resources(it, gpus_per_pod=None, efa=False, reserve=DEFAULT_RESERVE, pods_per_node=4)
+    assert set(whole.requests()) == {"cpu", "memory"}
     alloc = allocatable(it)
     reserve_cpu, reserve_mem = DEFAULT_RESERVE.on(alloc)
-    assert (split.pods_per_node, split.cpu_m, split.memory_mi) == (
-        4, (alloc.cpu_m - reserve_cpu) // 4 // 10 * 10, (alloc.memory_mi - reserve_mem) // 4)
+    assert (whole.cpu_m, whole.memory_mi) == ((alloc.cpu_m - reserve_cpu) // 10 * 10, alloc.memory_mi - reserve_mem)
 
 
 def test_custom_reserve_is_subtracted() -> None:
@@ -171,18 +163,16 @@ def test_custom_reserve_is_subtracted() -> None:
 
 
 def test_slurm_node_conf_for_nvidia_gpus() -> None:
-    # given p5.48xlarge whole node and half node
+    # given p5.48xlarge
     it = CATALOG["p5.48xlarge"]
     whole = pod_resources(it, gpus_per_pod=None, efa=True, reserve=DEFAULT_RESERVE)
-    half = pod_resources(it, gpus_per_pod=4, efa=True, reserve=DEFAULT_RESERVE)
-    # then a whole node reserves the cores beyond its 189.53-CPU request (96 cores - 94 = 2), a split node
-    # offers whole CPUs of its request; RealMemory is 4 GiB (capped 1%) under the memory request; Gres
-    # names the model
+    # then the node reserves the cores beyond its 189.53-CPU request (96 cores - 94 = 2) and declares no
+    # CPUs= (slurmd takes the machine's layout); RealMemory is 4 GiB (capped 1%) under the memory
+    # request; Gres names the model
     assert whole.cpu_m == 189530
     assert slurm_node_conf(it, whole) == {"CoreSpecCount": "2", "RealMemory": str(1919025 - 4096),
                                           "Gres": "gpu:h100:8"}
-    assert list(slurm_node_conf(it, half)) == ["CPUs", "RealMemory", "Gres"]
-    assert format_node_conf(slurm_node_conf(it, half)) == f"CPUs=94 RealMemory={959512 - 4096} Gres=gpu:h100:4"
+    assert format_node_conf(slurm_node_conf(it, whole)) == f"CoreSpecCount=2 RealMemory={1919025 - 4096} Gres=gpu:h100:8"
 
 
 def test_slurm_node_conf_small_cpu_and_neuron_types() -> None:
@@ -208,7 +198,9 @@ def test_slurm_node_conf_small_cpu_and_neuron_types() -> None:
         (
             "g5.48xlarge",
             {"gpus_per_pod": 3},
-            "g5.48xlarge has 8 nvidia.com/gpu; gpusPerPod 3 does not split them evenly (choose one of 1, 2, 4, 8)",
+            "g5.48xlarge has 8 nvidia.com/gpu; gpusPerPod 3 would split it: one slurmd runs per instance: Slurm "
+            "shares the node between jobs itself (a job asks for --gpus/-c/--mem), and slurmd pods splitting one "
+            "machine would run their jobs on the same CPUs; omit gpusPerPod (or set 8)",
         ),
         ("g5.48xlarge", {"gpus_per_pod": 0}, "gpusPerPod must be at least 1, got 0"),
         ("m6i.xlarge", {"gpus_per_pod": 1}, "m6i.xlarge has no accelerators; gpusPerPod is 1"),
@@ -216,12 +208,6 @@ def test_slurm_node_conf_small_cpu_and_neuron_types() -> None:
             "g5.xlarge",
             {"efa": True},
             "EFA requested but g5.xlarge has no EFA interfaces (vpc.amazonaws.com/efa)",
-        ),
-        (
-            "g6e.48xlarge",
-            {"gpus_per_pod": 1, "efa": True},
-            "g6e.48xlarge has 4 vpc.amazonaws.com/efa for 8 pods per node, fewer than one per pod; "
-            "use gpusPerPod >= 2 or efa: false",
         ),
         (
             "m6i.large",
@@ -234,17 +220,6 @@ def test_slurm_node_conf_small_cpu_and_neuron_types() -> None:
             {"reserve": DaemonSetReserve(cpu_m=190, memory_mi=7000)},
             "m6i.large is too small for a slurmd pod: the DaemonSet reserve (190m CPU, 7000Mi) leaves nothing of "
             "its allocatable (1930m CPU, 6903Mi); choose a larger type",
-        ),
-        (
-            "p5.48xlarge",
-            {"pods_per_node": 2},
-            "podsPerNode applies to CPU-only types; p5.48xlarge has 8 nvidia.com/gpu, use gpusPerPod instead",
-        ),
-        ("m6i.large", {"pods_per_node": 0}, "podsPerNode must be at least 1, got 0"),
-        (
-            "m6i.large",
-            {"pods_per_node": 2},
-            "m6i.large split into 2 pods leaves 870m CPU per pod; Slurm needs at least one whole CPU per node",
         ),
     ],
 )
@@ -276,11 +251,6 @@ def test_lookup_finds_types_and_suggests_close_names() -> None:
     assert str(err.value) == f"unknown instance type 'zz9': {where}"
 
 
-def valid_gpu_splits(it: InstanceType) -> list[int | None]:
-    """Every gpusPerPod value the type accepts (None = whole node)."""
-    return [None] + [d for d in range(1, it.accelerator_count + 1) if it.accelerator_count % d == 0]
-
-
 # The types the hand-written catalog had: each keeps the >= 90 % CPU/memory goal (bench/sizing_report.py).
 FORMER_CATALOG = ("g5.xlarge", "g5.48xlarge", "g6.12xlarge", "g6e.48xlarge", "p4d.24xlarge", "p5.48xlarge",
                   "p5en.48xlarge", "p6-b200.48xlarge", "trn1.32xlarge", "trn2.48xlarge", "inf2.xlarge", "m6i.large",
@@ -293,10 +263,9 @@ def _check_shape(it: InstanceType, shape: PodShape) -> None:
     """Requests within Karpenter's own allocatable once the reserve is added; devices shared exactly."""
     alloc = Allocatable(it.karpenter_cpu_m, it.karpenter_memory_mi, it.accelerator_count, it.efa_max, it.max_pods)
     reserve_cpu, reserve_mem = DEFAULT_RESERVE.on(alloc)
-    n = shape.pods_per_node
-    assert n * shape.cpu_m + reserve_cpu <= alloc.cpu_m and shape.cpu_m >= 1000, it.instance_type
-    assert n * shape.memory_mi + reserve_mem <= alloc.memory_mi and shape.memory_mi >= 1024, it.instance_type
-    assert n * shape.accelerators == alloc.accelerators and n * shape.efa <= alloc.efa, it.instance_type
+    assert shape.cpu_m + reserve_cpu <= alloc.cpu_m and shape.cpu_m >= 1000, it.instance_type
+    assert shape.memory_mi + reserve_mem <= alloc.memory_mi and shape.memory_mi >= 1024, it.instance_type
+    assert shape.accelerators == alloc.accelerators and shape.efa <= alloc.efa, it.instance_type
     assert shape.cpu_m % 10 == 0
     assert shape.limits() == {k: v for k, v in shape.requests().items() if k not in ("cpu", "memory")}
 
@@ -315,13 +284,9 @@ def test_every_catalog_type_sizes_to_a_valid_pod_or_is_refused_clearly() -> None
         # then the pod fits Karpenter's allocatable and gets every device
         _check_shape(it, whole)
         assert whole.accelerators == it.accelerator_count and whole.efa == it.efa_max
-        # and every even GPU split fits too, or only EFA (fewer interfaces than pods) makes it impossible
-        for gpus in valid_gpu_splits(it)[1:]:
-            for efa in {False, it.has_efa}:
-                try:
-                    _check_shape(it, pod_resources(it, gpus_per_pod=gpus, efa=efa, reserve=DEFAULT_RESERVE))
-                except SizingError as err:
-                    assert ("per pod" in str(err) or (it.is_neuron and "Neuron type" in str(err))), (name, str(err))
+        # and gpusPerPod equal to the node's count is the same pod
+        if it.accelerator_count:
+            assert pod_resources(it, gpus_per_pod=it.accelerator_count, efa=it.has_efa) == whole
     # then only the small types are refused (1 vCPU, or under ~2 GiB), each saying so and what to do
     assert {m for m in refused.values() if not TOO_SMALL.match(m)} == set()
     assert {"t3.nano", "t4g.nano", "a1.medium", "t3.small", "c1.medium"} <= set(refused)

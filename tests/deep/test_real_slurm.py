@@ -300,3 +300,71 @@ def test_a_new_qos_and_a_partition_naming_it_come_up_in_one_sync(example):
     job = accounts_job(cluster, changed)
     assert job.returncode == 0, job.stdout + job.stderr
     assert "urgent|gres/gpu=2" in _db(cluster, "qos", "format=name,maxtrespu")
+
+
+CPU_SPEC = """\
+schemaVersion: 1
+name: cpus
+aws: {region: us-west-2, eksClusterName: eks}
+gitops: {repoURL: "https://github.com/o/r.git"}
+versions: {slurmImageTag: 26.05.1-ubuntu26.04}
+accounting: {enabled: false}
+scheduling: {fairShare: {enabled: false}}
+nodesets: [{name: cpu, instanceType: m6i.large}]
+partitions: [{name: cpu, nodesets: [cpu]}]
+"""
+
+
+def _cpus_of_concurrent_jobs(cluster: Cluster, nodes: list[str]) -> list[str]:
+    """Start one 1-CPU job per node (or two on one node), all at once; each prints the CPUs it may use."""
+    out = cluster.site.root / f"{cluster.name}-jobs"
+    out.mkdir(exist_ok=True)
+    ids = []
+    for i, node in enumerate(nodes):
+        done = cluster.run("sbatch", "--parsable", "-p", "cpu", "-w", node, "-n1", "-c1", "--mem=100", "-t", "1",
+                           "-o", str(out / f"{i}.out"),
+                           "--wrap", "grep Cpus_allowed_list /proc/self/status; sleep 4")
+        ids.append(done.stdout.strip())
+    harness.wait_for("jobs", lambda: all((out / f"{i}.out").exists() and (out / f"{i}.out").read_text()
+                                         for i in range(len(nodes))), timeout=60)
+    running = cluster.run("squeue", "-h", "-t", "R", "-o", "%i").stdout.split()
+    assert sorted(running) == sorted(ids), "the jobs did not run at the same time"
+    return [(out / f"{i}.out").read_text().split()[-1] for i in range(len(nodes))]
+
+
+def test_one_slurmd_per_instance_gives_concurrent_jobs_their_own_cpus(slurm_site, tmp_path):
+    # GIVEN a CPU nodeset, one slurmd per instance as the spec now always renders it (no split)
+    spec = tmp_path / "cpus.yaml"
+    spec.write_text(CPU_SPEC)
+    rendered = render(spec)
+    assert "Cpus=" not in rendered.nodes["cpu"]
+    cluster = start_cluster(slurm_site, "cpus", rendered, {})
+    try:
+        cluster.start_ctld()
+        cluster.start_slurmd("cpu-0", rendered.nodes["cpu"])
+        # WHEN two 1-CPU jobs run on it at once
+        cpus = _cpus_of_concurrent_jobs(cluster, ["cpu-0", "cpu-0"])
+        # THEN task/cgroup gives them disjoint CPUs
+        assert len(set(cpus)) == 2, cpus
+    finally:
+        cluster.close()
+
+
+def test_two_slurmd_splitting_one_machine_put_their_jobs_on_the_same_cpu(slurm_site, tmp_path):
+    # GIVEN the registration a split nodeset used to render: two slurmd on one machine, CPUs=1 each
+    # (why a split is refused: Slurm maps a node's abstract CPUs through the whole machine's CPU map)
+    spec = tmp_path / "split.yaml"
+    spec.write_text(CPU_SPEC.replace("name: cpus", "name: split"))
+    rendered = render(spec)
+    cluster = start_cluster(slurm_site, "split", rendered, {})
+    try:
+        cluster.start_ctld()
+        conf = rendered.nodes["cpu"].replace("Features=", "CPUs=1 Features=")
+        for node in ("cpu-0", "cpu-1"):
+            cluster.start_slurmd(node, conf)
+        # WHEN each runs a job at the same time
+        cpus = _cpus_of_concurrent_jobs(cluster, ["cpu-0", "cpu-1"])
+        # THEN both jobs get the same machine CPU
+        assert cpus[0] == cpus[1], cpus
+    finally:
+        cluster.close()

@@ -43,13 +43,16 @@ actionlint: $(ACTIONLINT_STAMP)  ## lint .github/workflows/*.yml with the pinned
 preview: $(PREVIEW_STAMP)  ## render every Helm Application offline and prove the tree (writes nothing)
 	@$(PY) -O main.py --preview
 
-synth: $(STAMP)  ## render every clusters/*.yaml into dist/<cluster>/
-	@$(PY) -O main.py
+# e.g. `make synth ARGS='--allow-destroy prod:PersistentVolumeClaim/fsx'` to approve one destructive change
+ARGS ?=
+
+synth: $(STAMP)  ## render every clusters/*.yaml into dist/<cluster>/ (ARGS: more flags for main.py)
+	@$(PY) -O main.py $(ARGS)
 
 check: $(STAMP)  ## exit 1 when dist/ is stale
 	@$(PY) -O main.py --check
 
-test: $(STAMP) $(PREVIEW_STAMP) $(ACTIONLINT_STAMP)  ## the whole test suite (what .ci/run calls)
+test: $(STAMP) $(PREVIEW_STAMP) $(ACTIONLINT_STAMP) node_modules/.installed  ## the whole test suite (what .ci/run calls)
 	@$(PY) -m pytest
 
 summary: $(STAMP)  ## Markdown summary of the uncommitted change to dist/ (against HEAD)
@@ -59,7 +62,7 @@ node_modules/.installed: package-lock.json $(STAMP)
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npm ci --no-audit --no-fund --silent
 	@touch $@
 
-cdk8s-synth: node_modules/.installed  ## the same render through the pinned cdk8s CLI
+cdk8s-synth: node_modules/.installed  ## the same render through the pinned cdk8s CLI (writes dist/ with the same guarantees)
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" CDK8S_CHECK_UPGRADE=false node_modules/.bin/cdk8s synth
 
 # e.g. `make bench BENCH_ARGS='--clusters 1 --runs 1 --no-edit --workers 0'` for a quick look on a shared machine

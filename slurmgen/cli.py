@@ -95,11 +95,30 @@ IDENTITY = "identity"  # --explain identity: not a Slurm file
 SSSD_CONF = "sssd.conf"  # --explain sssd.conf: the login/slurmd pods' file, not the operator's
 
 
+#: What `cdk8s synth` finds in its own output folder (cdk8s.yaml: build/cdk8s), which it empties first.
+CDK8S_POINTER = "rendered-into-dist.yaml"
+
+
+def _cdk8s_scratch(out: Path) -> None:
+    """Under `cdk8s synth` with `--out` (cdk8s.yaml's app): the CLI empties its `output` before the app
+    runs and then requires it to exist (cdk8s-cli 2.207.60 lib/cli/cmds/synth.js, lib/util.js synthApp),
+    so it is not the tree: the render goes to `out` with every guarantee of `make synth`, and the CLI's
+    folder gets one pointer file."""
+    scratch = os.environ.get("CDK8S_OUTDIR")
+    if not scratch or Path(scratch).resolve() == out.resolve():
+        return
+    Path(scratch).mkdir(parents=True, exist_ok=True)
+    (Path(scratch) / CDK8S_POINTER).write_text(
+        f"# slurmgen renders into {out}/ (main.py --out), not here: the cdk8s CLI empties this folder first.\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.argocd_settings or args.verify_argocd:
         return _argocd(args)
     out = args.out or Path(os.environ.get("CDK8S_OUTDIR") or REPO / "dist")
+    if args.out is not None:
+        _cdk8s_scratch(args.out)
     folder = REPO / "clusters"
     spec_paths = args.spec or cluster_files(folder)
     if not spec_paths:

@@ -180,6 +180,8 @@ class Site:
         for proc in reversed(self.procs):
             proc.stop()
         self.procs.clear()
+        sweep(self.root)
+
 
     # ---- Slurm -----------------------------------------------------------------------------
     def slurm_env(self, etc: Path) -> dict[str, str]:
@@ -208,6 +210,24 @@ class Site:
         dbd = self._start("slurmdbd", [str(SHARED_SLURM / "sbin" / "slurmdbd"), "-D"], self.slurm_env(etc))
         wait_for("slurmdbd", lambda: dbd.check() and port_open(self.dbd_port), timeout=60,
                  log=self.root / "slurmdbd.log")
+
+
+def sweep(folder: Path) -> None:
+    """Kill what the daemons left running (a job's slurmstepd outlives a stopped slurmd): every process
+    with a file open under `folder` (slurmstepd rewrites its environment, so its open log tells)."""
+    prefix = f"{folder}/"
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            held = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
+        except OSError:
+            continue  # gone, or not ours to read
+        if any(target.startswith(prefix) for target in held):
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def port_open(port: int) -> bool:
@@ -310,12 +330,15 @@ class Cluster:
         return self.ctld.stop() if self.ctld else None
 
     def close(self) -> None:
-        """Stop this cluster's slurmd and slurmctld (the site keeps MariaDB and slurmdbd)."""
+        """Stop this cluster's jobs, slurmd and slurmctld (the site keeps MariaDB and slurmdbd)."""
+        if self.ctld is not None and self.ctld.alive():
+            self.run("scancel", "--full", "--state=RUNNING", check=False, timeout=20)
         for proc in [*self.slurmds.values(), *([self.ctld] if self.ctld else [])]:
             proc.stop()
             if proc in self.site.procs:
                 self.site.procs.remove(proc)
         self.slurmds.clear()
+        sweep(self.site.root / self.name)  # its logs: what still holds one is a leftover of this cluster
 
     def start_slurmd(self, node: str, conf: str, wait: bool = True) -> Proc:
         """A dynamic node as a Slinky worker pod starts it: `slurmd -Z --conf '<NodeSet conf>'`."""

@@ -16,7 +16,10 @@ SHARED_CRDS = SHARED / "crds"
 CHARTS = REPO / "tests" / "data" / "charts"
 #: CI sets it where ../shared exists, so a deep test cannot skip unnoticed there.
 REQUIRE_SHARED = os.environ.get("SLURMGEN_REQUIRE_SHARED") == "1"
-EXAMPLES = sorted(p for p in (REPO / "clusters").glob("*.yaml") if not p.name.startswith("_"))
+#: The tests' own cluster specs (the shapes of the shipped examples, copied): tests never read the
+#: repository's clusters/ or dist/, which a fork replaces with its own.
+SPECS = REPO / "tests" / "specs"
+EXAMPLES = sorted(p for p in SPECS.glob("*.yaml") if not p.name.startswith("_"))
 
 # The smallest valid spec: tests add to it what they exercise.
 MINIMAL_SPEC = """\
@@ -58,6 +61,17 @@ def rendered():
 
     result = run(EXAMPLES)
     return {c.spec.name: c for c in result.clusters}
+
+
+@pytest.fixture(scope="session")
+def dist_tree(tmp_path_factory) -> Path:
+    """The tests' specs rendered by the command line into a folder of the session's: what a
+    repository's dist/ would hold for them (read-only; copy it to change it)."""
+    from slurmgen.cli import main
+
+    out = tmp_path_factory.mktemp("dist")
+    assert main([*sum((["--spec", str(p)] for p in EXAMPLES), []), "--out", str(out), "--no-cache"]) == 0
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from slurmgen.guards import destructive_changes
 from slurmgen.output import read_tree
 from slurmgen.pipeline import run
 from slurmgen.slurmconf.checks import blocking, wave_problems
-from tests.conftest import EXAMPLES, REPO
+from tests.conftest import EXAMPLES, REPO, SPECS
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def cache_root(tmp_path, monkeypatch) -> Path:
 def _specs(tmp_path: Path) -> list[Path]:
     """A copy of the example specs (with their shared files), free to edit."""
     folder = tmp_path / "clusters"
-    shutil.copytree(REPO / "clusters", folder)
+    shutil.copytree(SPECS, folder)
     return sorted(p for p in folder.glob("*.yaml") if not p.name.startswith("_"))
 
 
@@ -75,7 +75,7 @@ def test_an_edited_extends_file_misses_for_the_clusters_using_it(cache_root, tmp
     assert {c.spec.name for c in again.clusters} - again.cached == users
 
 
-def test_a_check_on_a_hit_compares_the_cached_tree_with_dist(cache_root, tmp_path, capsys):
+def test_a_check_on_a_hit_compares_the_cached_tree_with_dist(cache_root, tmp_path, capsys, dist_tree):
     # GIVEN the examples written with the cache filled
     out = tmp_path / "dist"
     args = [*sum((["--spec", str(p)] for p in EXAMPLES), []), "--out", str(out)]
@@ -89,7 +89,7 @@ def test_a_check_on_a_hit_compares_the_cached_tree_with_dist(cache_root, tmp_pat
     assert main([*args, "--check"]) == 1
     assert f"changed: {victim}" in capsys.readouterr().out
     assert main(args) == 0
-    assert read_tree(out) == read_tree(REPO / "dist")
+    assert read_tree(out) == read_tree(dist_tree)
 
 
 def test_an_unchanged_cluster_folder_is_not_rewritten(cache_root, tmp_path):
@@ -111,7 +111,7 @@ def test_an_unchanged_cluster_folder_is_not_rewritten(cache_root, tmp_path):
 @pytest.mark.parametrize("damage", ["truncate", "flip_payload", "other_key", "other_format", "not_json"])
 def test_a_corrupt_or_foreign_entry_is_ignored(cache_root, damage):
     # GIVEN the example in the cache
-    spec = REPO / "clusters" / "example.yaml"
+    spec = SPECS / "example.yaml"
     good = run([spec], use_cache=True)
     (entry,) = cache_root.glob("example-*.json")
     raw = entry.read_bytes()
@@ -138,7 +138,7 @@ def test_a_corrupt_or_foreign_entry_is_ignored(cache_root, damage):
 def test_no_cache_reads_and_writes_nothing(cache_root, tmp_path):
     # GIVEN an empty cache / WHEN synth runs with --no-cache / THEN the cache stays empty
     out = tmp_path / "dist"
-    assert main(["--spec", str(REPO / "clusters" / "example.yaml"), "--out", str(out), "--no-cache"]) == 0
+    assert main(["--spec", str(SPECS / "example.yaml"), "--out", str(out), "--no-cache"]) == 0
     assert not cache_root.exists() or not any(cache_root.iterdir())
 
 
@@ -264,7 +264,7 @@ def test_an_unchanged_tree_has_nothing_for_the_guards_or_the_wave_check(rendered
 
 def test_a_folder_with_a_link_in_it_is_never_taken_as_unchanged(tmp_path):
     # GIVEN the example written, then one file replaced by a link to a copy with the very same bytes
-    spec = REPO / "clusters" / "example.yaml"
+    spec = SPECS / "example.yaml"
     out = tmp_path / "dist"
     assert main(["--spec", str(spec), "--out", str(out)]) == 0
     target = out / "example" / "apps" / "appproject-example.yaml"
@@ -290,7 +290,7 @@ def test_the_environment_that_changes_output_is_in_the_key():
 
 def test_a_hit_decodes_its_objects_only_when_read(cache_root):
     # GIVEN the example in the cache
-    spec = REPO / "clusters" / "example.yaml"
+    spec = SPECS / "example.yaml"
     fresh = run([spec], use_cache=True)
     # WHEN read back
     (hit,) = run([spec], use_cache=True).clusters
@@ -317,7 +317,7 @@ def test_a_hit_is_built_from_the_checked_spec_data_without_checking_it_again(cac
     # GIVEN the example rendered once (a miss: its spec is checked and its data kept in the entry)
     from slurmgen.spec import loader
 
-    spec = REPO / "clusters" / "example.yaml"
+    spec = SPECS / "example.yaml"
     first = run([spec], use_cache=True)
     checked = []
     real = loader._validate

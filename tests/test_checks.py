@@ -11,6 +11,7 @@ from slurmgen.spec import _checks, _schema
 from slurmgen.spec._yaml import decode, load_yaml
 
 from .conftest import EXAMPLES, MINIMAL_SPEC
+from .conftest import SPECS as SPEC_DIR
 
 BAD = sorted((Path(__file__).parent / "cases" / "bad").glob("*.yaml"))
 
@@ -111,9 +112,8 @@ def test_garbage_anywhere_is_a_spec_error_never_a_crash():
     import yaml
 
     import slurmgen.plan  # noqa: F401 - registers the instance-catalog rule, as a real run does
-    from .conftest import REPO
 
-    base = yaml.safe_load((REPO / "clusters" / "example.yaml").read_text())
+    base = yaml.safe_load((SPEC_DIR / "example.yaml").read_text())
 
     def paths(node, at=()):
         yield at

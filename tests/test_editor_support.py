@@ -26,12 +26,12 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from slurmgen.spec.loader import _extend
-from tests.conftest import REPO
+from tests.conftest import REPO, SPECS
 
 SPEC_DIR = REPO / "slurmgen" / "spec"
 MAIN = SPEC_DIR / "cluster.schema.json"
 DEFAULTS = SPEC_DIR / "cluster-defaults.schema.json"
-CLUSTERS = sorted((REPO / "clusters").glob("*.yaml"))
+CLUSTERS = sorted((SPECS).glob("*.yaml"))
 MODELINE = re.compile(r"# yaml-language-server: \$schema=(\S+)")
 ANNOTATIONS = ("title", "description")
 

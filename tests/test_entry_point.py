@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SPECS
 
 CLEAN_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -76,24 +76,24 @@ def probe_script(tmp_path: Path, venv: Path) -> Path:
     return script
 
 
-def test_main_py_from_a_bare_python_renders_like_make_synth(tmp_path):
+def test_main_py_from_a_bare_python_renders_like_make_synth(tmp_path, dist_tree):
     # GIVEN a system python3 without cdk8s and no venv activated
     python = bare_python()
     root, out = checkout(tmp_path), tmp_path / "out"
     # WHEN the README's command is typed with it
-    run = subprocess.run([python, str(root / "main.py"), "--spec", str(REPO / "clusters" / "example.yaml"),
+    run = subprocess.run([python, str(root / "main.py"), "--spec", str(SPECS / "example.yaml"),
                           "--out", str(out)], capture_output=True, text=True, env=clean_env(), cwd=tmp_path)
-    # THEN it renders (through .venv/bin/python) exactly what is committed
+    # THEN it renders (through .venv/bin/python) exactly what the venv renders
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("wrote ") and run.stderr == ""
-    committed = REPO / "dist" / "example" / "slurm" / "controller-slurm.yaml"
+    committed = dist_tree / "example" / "slurm" / "controller-slurm.yaml"
     assert (out / "example" / "slurm" / "controller-slurm.yaml").read_bytes() == committed.read_bytes()
 
 
 def test_main_py_from_a_bare_python_keeps_the_exit_status(tmp_path):
     # GIVEN an empty output folder, WHEN --check runs from a bare python3, THEN drift is exit 1 as in the venv
     root = checkout(tmp_path)
-    run = subprocess.run([bare_python(), str(root / "main.py"), "--spec", str(REPO / "clusters" / "example.yaml"),
+    run = subprocess.run([bare_python(), str(root / "main.py"), "--spec", str(SPECS / "example.yaml"),
                           "--out", str(tmp_path / "out"), "--check"], capture_output=True, text=True, env=clean_env())
     assert run.returncode == 1
     assert "added:   " in run.stdout

@@ -9,11 +9,11 @@ import pytest
 from slurmgen.cli import cluster_files
 from slurmgen.spec import SpecError, load_spec
 from slurmgen.spec.loader import merge
-from tests.conftest import REPO
+from tests.conftest import SPECS
 
 
 def test_files_starting_with_underscore_are_defaults_not_clusters():
-    names = [p.name for p in cluster_files(REPO / "clusters")]
+    names = [p.name for p in cluster_files(SPECS)]
     assert "_research-fleet.yaml" not in names and {"dev.yaml", "prod.yaml"} <= set(names)
 
 

@@ -6,12 +6,13 @@ import shutil
 
 import pytest
 
+from slurmgen import cli
 from slurmgen.cli import main
 from slurmgen.guards import destructive_changes
 from slurmgen.output import read_tree
-from tests.conftest import REPO
+from tests.conftest import SPECS
 
-EXAMPLE = REPO / "clusters" / "example.yaml"
+EXAMPLE = SPECS / "example.yaml"
 
 
 @pytest.fixture
@@ -78,10 +79,12 @@ def test_immutable_field_table(kind, path, old, new):
     assert destructive_changes("c", [_sized(kind, path, old)], [_sized(kind, path, old)]) == []
 
 
-def test_a_cluster_folder_without_spec_is_reported_not_deleted(tmp_path, capsys):
-    # GIVEN the repo's clusters and an extra, orphaned folder in the output
+def test_a_cluster_folder_without_spec_is_reported_not_deleted(tmp_path, capsys, dist_tree, monkeypatch):
+    # GIVEN a repository whose clusters/ holds the examples, their tree, and an extra, orphaned folder
+    shutil.copytree(SPECS, tmp_path / "clusters")
+    monkeypatch.setattr(cli, "REPO", tmp_path)
     out = tmp_path / "dist"
-    shutil.copytree(REPO / "dist", out)
+    shutil.copytree(dist_tree, out)
     (out / "gone" / "slurm").mkdir(parents=True)
     (out / "gone" / "slurm" / "x.yaml").write_text("kind: ConfigMap\n")
     # THEN --check fails on it, and a full synth warns but keeps it

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from slurmgen import _jsii_channel
-from tests.conftest import REPO
+from tests.conftest import REPO, SPECS
 
 KERNEL_PROBE = textwrap.dedent("""\
     import os, sys
@@ -206,19 +206,19 @@ def test_importing_slurmgen_does_not_import_jsii():
     assert run.stdout.strip() == "False"
 
 
-def test_direct_and_relayed_kernels_render_the_same_bytes(tmp_path):
+def test_direct_and_relayed_kernels_render_the_same_bytes(tmp_path, dist_tree):
     # GIVEN the example spec rendered once through each channel
     trees = {}
     for mode, env in (("direct", {}), ("relay", {"SLURMGEN_JSII_RELAY": "1"})):
         out = tmp_path / mode
-        run = subprocess.run([sys.executable, str(REPO / "main.py"), "--spec", str(REPO / "clusters" / "example.yaml"),
+        run = subprocess.run([sys.executable, str(REPO / "main.py"), "--spec", str(SPECS / "example.yaml"),
                               "--out", str(out), "--no-cache"], capture_output=True, text=True, timeout=300,
                              env={**os.environ, **env})
         assert run.returncode == 0, run.stderr
         trees[mode] = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
-    # THEN the trees are identical, file for file, and match what is committed
+    # THEN the trees are identical, file for file, and match the in-process render
     assert trees["direct"] == trees["relay"]
-    committed = REPO / "dist" / "example" / "slurm" / "controller-slurm.yaml"
+    committed = dist_tree / "example" / "slurm" / "controller-slurm.yaml"
     assert trees["direct"]["example/slurm/controller-slurm.yaml"] == committed.read_bytes()
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from slurmgen import parallel
 from slurmgen.pipeline import run
-from tests.conftest import EXAMPLES, REPO
+from tests.conftest import EXAMPLES, REPO, SPECS
 from tests.test_jsii_channel import children, cmdline
 
 
@@ -147,7 +147,7 @@ def test_a_spec_error_with_workers_warming_up_is_the_plain_line_of_one_process(t
     from slurmgen.pipeline import InputError
 
     bad = tmp_path / "broken.yaml"
-    bad.write_text((REPO / "clusters" / "example.yaml").read_text().replace("name: example", "name: broken", 1)
+    bad.write_text((SPECS / "example.yaml").read_text().replace("name: example", "name: broken", 1)
                    + "notAField: 1\n")
     # WHEN run alone and with two workers warming up
     lines = []

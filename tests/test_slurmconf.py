@@ -17,7 +17,7 @@ from slurmgen.cli import main
 from slurmgen.slurmconf import checks
 from slurmgen.slurmconf.checks import blocking, prune_waves, sync_states, wave_problems
 from slurmgen.slurmconf.operator import effective, merged_config, slurmd_conf
-from tests.conftest import EXAMPLES, REPO, assert_golden
+from tests.conftest import EXAMPLES, SPECS, assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "slurmconf"
 CLUSTERS = sorted(p.stem for p in EXAMPLES)
@@ -98,7 +98,7 @@ def test_slurmdbd_conf_shows_the_password_as_a_placeholder(rendered):
 # -- --explain -----------------------------------------------------------------------------------
 
 def test_explain_prints_the_file_and_the_dynamic_nodes(capsys):
-    assert main(["--spec", str(REPO / "clusters" / "example.yaml"), "--explain", "slurm.conf"]) == 0
+    assert main(["--spec", str(SPECS / "example.yaml"), "--explain", "slurm.conf"]) == 0
     out = capsys.readouterr().out
     assert out.startswith((GOLDEN / "example.conf").read_text())
     assert "# NodeSet=spot: Corespeccount=1 Features=spot,a10g Gres=gpu:a10g:1 Realmemory=28390 Weight=100\n" in out
@@ -111,7 +111,7 @@ def test_explain_prints_the_file_and_the_dynamic_nodes(capsys):
     (["--explain", "slurmdbd.conf", "--cluster", "t"], None),
 ])
 def test_explain_refuses_an_unknown_file_or_cluster_with_one_line(argv, line, capsys, tmp_path):
-    spec = REPO / "clusters" / "example.yaml"
+    spec = SPECS / "example.yaml"
     if line is None:  # a cluster without accounting has no slurmdbd.conf
         from tests.conftest import MINIMAL_SPEC
         spec = tmp_path / "t.yaml"
@@ -256,14 +256,14 @@ def test_diff_names_removed_partitions_and_groups_accounting_keys(rendered):
     assert changes(old, old) == []
 
 
-def test_synth_accepts_a_nodeset_and_its_partition_added_in_one_commit(tmp_path, capsys):
+def test_synth_accepts_a_nodeset_and_its_partition_added_in_one_commit(tmp_path, capsys, dist_tree):
     # GIVEN the prod tree and a spec whose new partition names a new NodeSet (it arrives after the
     # Controller: wave 3 against 2)
     import shutil
     from slurmgen.output import read_tree
     out = tmp_path / "dist"
-    shutil.copytree(REPO / "dist" / "prod", out / "prod")
-    for f in (REPO / "clusters").glob("*.yaml"):
+    shutil.copytree(dist_tree / "prod", out / "prod")
+    for f in (SPECS).glob("*.yaml"):
         (tmp_path / f.name).write_text(f.read_text())
     spec = tmp_path / "prod.yaml"
     spec.write_text(spec.read_text().replace(
@@ -331,7 +331,7 @@ def test_turning_topology_off_keeps_topology_yaml_until_the_controller_drops_it_
         (tmp_path / "training" / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "training" / rel).write_text(yaml.safe_dump(obj))
     # WHEN topology is turned off (and the block partition with it)
-    text = (REPO / "clusters" / "training.yaml").read_text()
+    text = (SPECS / "training.yaml").read_text()
     start, end = text.index("\ntopology:"), text.index("\nnodesets:")
     off = text[:start] + "\n" + text[end:]
     off = off.replace("    topology:                   # the Capacity Block: jobs packed in blocks of 2 nodes, or 4\n"

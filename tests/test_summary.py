@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from slurmgen.cli import main
-from tests.conftest import REPO, assert_golden
+from tests.conftest import SPECS, assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "summary"
 
@@ -41,17 +41,17 @@ CASES = {
 }
 
 
-def render_summary(tmp_path: Path, spec_name: str, edits, capsys) -> str:
-    text = (REPO / "clusters" / spec_name).read_text()
+def render_summary(tmp_path: Path, spec_name: str, edits, capsys, base_dir: Path) -> str:
+    text = (SPECS / spec_name).read_text()
     for old, new in edits:
         assert old in text, old
         text = text.replace(old, new)
     spec = tmp_path / spec_name
-    for base in (REPO / "clusters").glob("_*.yaml"):
+    for base in (SPECS).glob("_*.yaml"):
         (tmp_path / base.name).write_text(base.read_text())
     spec.write_text(text)
     capsys.readouterr()
-    assert main(["--spec", str(spec), "--summary", "--base-dir", str(REPO / "dist")]) == 0
+    assert main(["--spec", str(spec), "--summary", "--base-dir", str(base_dir)]) == 0
     return capsys.readouterr().out
 
 
@@ -64,20 +64,20 @@ def no_chart_source(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_summary_matches_golden(case, tmp_path, capsys):
+def test_summary_matches_golden(case, tmp_path, capsys, dist_tree):
     spec_name, edits = CASES[case]
-    summary = render_summary(tmp_path, spec_name, edits, capsys)
+    summary = render_summary(tmp_path, spec_name, edits, capsys, dist_tree)
     assert_golden(summary, GOLDEN / f"{case}.md")
 
 
-def test_summary_headlines(tmp_path, capsys):
-    summary = render_summary(tmp_path, *CASES["scale_up_training"], capsys)
+def test_summary_headlines(tmp_path, capsys, dist_tree):
+    summary = render_summary(tmp_path, *CASES["scale_up_training"], capsys, dist_tree)
     assert "- adds 16 p5.48xlarge node(s) (128 H100) to `train`\n- changes nothing stateful\n" in summary
-    risky = render_summary(tmp_path, *CASES["remove_fsx_and_a_user"], capsys)
+    risky = render_summary(tmp_path, *CASES["remove_fsx_and_a_user"], capsys, dist_tree)
     assert "- **touches stateful objects** (see below)" in risky
     assert "- stateful: removes PersistentVolumeClaim slurm/fsx" in risky
     assert "- policy: User 'carol' left the spec; the accounts Job deletes its associations" in risky
-    exposed = render_summary(tmp_path, *CASES["widen_login"], capsys)
+    exposed = render_summary(tmp_path, *CASES["widen_login"], capsys, dist_tree)
     assert "login exposure widened: Service slurm/slurm-login-ssh becomes internet-facing" in exposed
 
 
@@ -86,14 +86,14 @@ def git(repo: Path, *args: str) -> None:
                    check=True, capture_output=True)
 
 
-def test_no_change_and_default_base_is_head(tmp_path, capsys):
+def test_no_change_and_default_base_is_head(tmp_path, capsys, dist_tree):
     # GIVEN a repository whose HEAD holds the example's committed tree
     repo = tmp_path / "repo"
-    shutil.copytree(REPO / "dist" / "example", repo / "dist" / "example")
+    shutil.copytree(dist_tree / "example", repo / "dist" / "example")
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "dist")
-    spec = str(REPO / "clusters" / "example.yaml")
+    spec = str(SPECS / "example.yaml")
     out = str(repo / "dist")
     # WHEN the example is summarized with no base named
     capsys.readouterr()
@@ -113,14 +113,14 @@ def test_no_change_and_default_base_is_head(tmp_path, capsys):
     assert "NodeSet slurm/slurm-worker-slinky" in summary and "spec.replicas" in summary
 
 
-def test_summary_shows_the_effective_slurm_conf_per_entity_and_key(tmp_path, capsys):
+def test_summary_shows_the_effective_slurm_conf_per_entity_and_key(tmp_path, capsys, dist_tree):
     # GIVEN a partition's MaxTime and PriorityTier change WHEN summarized
-    part = render_summary(tmp_path, *CASES["partition_max_time"], capsys)
+    part = render_summary(tmp_path, *CASES["partition_max_time"], capsys, dist_tree)
     # THEN one line names the partition and each parameter, before → after
     assert "- `PartitionName=gpu` MaxTime 7-00:00:00 → 14-00:00:00; PriorityTier 10 → 20\n" in part
-    node = render_summary(tmp_path, *CASES["nodeset_weight_and_features"], capsys)
+    node = render_summary(tmp_path, *CASES["nodeset_weight_and_features"], capsys, dist_tree)
     assert "- `NodeSet=spot` nodes (slurmd -Z --conf): Features spot,a10g → spot,a10g,cheap; Weight 100 → 50\n" in node
-    weights = render_summary(tmp_path, *CASES["scheduling_weights"], capsys)
+    weights = render_summary(tmp_path, *CASES["scheduling_weights"], capsys, dist_tree)
     assert "- scheduling: `PriorityWeightQOS` 0 → 2000\n" in weights
-    assert "**Effective slurm.conf**" not in render_summary(tmp_path, *CASES["widen_login"], capsys)
+    assert "**Effective slurm.conf**" not in render_summary(tmp_path, *CASES["widen_login"], capsys, dist_tree)
 

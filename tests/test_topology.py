@@ -13,7 +13,7 @@ import yaml
 from slurmgen import topology_labeler as lab
 from slurmgen.charts.slurm_cluster import CONFIG_FILES_HASH
 from slurmgen.spec import parse_text
-from tests.conftest import assert_golden
+from tests.conftest import SPECS, assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "topology" / "training.yaml"
 REPO = Path(__file__).resolve().parent.parent
@@ -123,7 +123,7 @@ def test_desired_annotation_combines_tree_and_block():
 
 def test_default_topology_nodesets_are_efa_gpu_and_trainium():
     # GIVEN topology on without a nodeset list WHEN loaded THEN only the EFA GPU/Trainium types with labels are in
-    text = (REPO / "clusters" / "training.yaml").read_text()
+    text = (SPECS / "training.yaml").read_text()
     spec = parse_text("training.yaml", text)
     assert spec.topology is not None
     assert spec.topology.nodesets == ("h100", "h200", "l40s", "trn2")
@@ -132,7 +132,7 @@ def test_default_topology_nodesets_are_efa_gpu_and_trainium():
 
 def test_a_nodeset_with_a_list_of_labelled_types_is_a_default_topology_nodeset():
     # GIVEN training.yaml with h200 on a list of two labelled EFA GPU types (p5e, p5en)
-    text = (REPO / "clusters" / "training.yaml").read_text()
+    text = (SPECS / "training.yaml").read_text()
     listed = text.replace("    instanceType: p5e.48xlarge\n",
                           "    instanceType: [p5e.48xlarge, p5en.48xlarge]\n    allowMixedTypes: true\n", 1)
     assert listed != text
@@ -162,7 +162,7 @@ def test_explain_prints_topology_yaml(rendered, capsys):
     # GIVEN the training example WHEN --explain topology.yaml THEN the file is printed as rendered
     from slurmgen.cli import main
 
-    assert main(["--spec", str(REPO / "clusters" / "training.yaml"), "--explain", "topology.yaml"]) == 0
+    assert main(["--spec", str(SPECS / "training.yaml"), "--explain", "topology.yaml"]) == 0
     assert "- topology: block-reserved" in capsys.readouterr().out
 
 

@@ -18,11 +18,11 @@ import yaml
 from slurmgen.build import render
 from slurmgen.slurmconf.checks import topology_names, wave_problems
 from slurmgen.spec import parse_text
-from tests.conftest import REPO
+from tests.conftest import SPECS
 
 TOPO = "slurm/configmap-slurm-topology-conf.yaml"
 H200 = "slurm/nodeset-slurm-worker-h200.yaml"
-TRAINING = (REPO / "clusters" / "training.yaml").read_text()
+TRAINING = (SPECS / "training.yaml").read_text()
 H200_PART = "  - name: h200\n    nodesets: [h200]\n    priorityTier: 20\n"
 AS_BLOCK = H200_PART + "    topology: {type: block, blockSizes: [2]}\n"
 AS_FLAT = H200_PART + "    topology: {type: flat}\n"

@@ -22,7 +22,7 @@ from typing import Iterable, Mapping
 
 REPO = Path(__file__).resolve().parents[2]
 #: the deep tests' own cluster specs (the shapes of the shipped examples; never clusters/)
-SPECS = Path(__file__).parent / "specs"
+SPECS = Path(__file__).resolve().parents[1] / "specs"
 SHARED_SLURM = REPO.parent / "shared" / "slurm"
 #: the build's compiled-in prefix (BUILD.md): slurmd starts slurmstepd from here
 PREFIX = Path("/opt/slurm2605")

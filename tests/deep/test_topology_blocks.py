@@ -27,7 +27,7 @@ from slurmgen.spec import parse_text
 from slurmgen.topology import labeler_config, topology_yaml
 from tests.block_placement import fits
 from tests.conftest import REQUIRE_SHARED, need_shared
-from tests.deep.harness import PREFIX, REPO, SHARED_SLURM
+from tests.deep.harness import PREFIX, SHARED_SLURM
 SPEC = Path(__file__).with_name("block_cluster.yaml")
 # Kubernetes nodes of the Capacity Block: three under network node x, three alone.
 DOMAINS = {"x1": "nn-x", "x2": "nn-x", "x3": "nn-x", "w1": "nn-w", "y1": "nn-y", "z1": "nn-z"}

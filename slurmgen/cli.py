@@ -215,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # synth never deletes a cluster folder, so `make synth` cannot clear this drift.
             print(f"{len(orphans)} orphaned cluster folder(s) in {out}: no spec renders them and synth never removes "
                   "them; delete each by hand once its Argo CD root Application is gone "
-                  "(it may hold stateful objects; see README, 'Guarantees')", file=sys.stderr)
+                  "(it may hold stateful objects; see docs/guarantees.md)", file=sys.stderr)
         if drift or orphans:
             return 1
         print(f"{out}: up to date ({result.object_count} objects in {len(result.clusters)} cluster(s))")
@@ -282,7 +282,7 @@ def _collisions(result: object, out: Path) -> list[str]:
 def _orphan_line(out: Path, name: str) -> str:
     """The advice for a cluster folder whose spec is gone: by hand, because synth never deletes one."""
     return (f"orphaned: {out / name}: no spec renders it (no clusters/{name}.yaml); delete the folder by hand "
-            "once its Argo CD root Application is gone (it may hold stateful objects; see README)")
+            "once its Argo CD root Application is gone (it may hold stateful objects; see docs/guarantees.md)")
 
 
 def _explain_identity(result: object, cluster: str | None) -> int:

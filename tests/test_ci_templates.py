@@ -130,15 +130,20 @@ def test_our_own_ci_proves_a_clean_clone_then_runs_beside_shared():
     assert lines.index("export SLURMGEN_REQUIRE_TOOLS=1") < lines.index("step \"clone the committed tree into $clone\"")
 
 
+def _docs() -> str:
+    """The README and every page under docs/: what a user reads commands from."""
+    return "\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
+
+
 def test_every_make_target_the_readme_names_exists():
-    readme = (REPO / "README.md").read_text()
+    readme = _docs()
     named = set(re.findall(r"`make ([a-z][a-z0-9-]*)", readme)) | set(re.findall(r"^make ([a-z][a-z0-9-]*)", readme, re.M))
     assert {"synth", "test", "check", "summary", "bench", "bench-gate", "cdk8s-synth"} <= named
     assert named <= make_targets(), sorted(named - make_targets())
 
 
 def test_every_main_py_option_the_readme_names_exists():
-    readme = (REPO / "README.md").read_text()
+    readme = _docs()
     used = set()
     for line in re.findall(r"main\.py[^`\n#]*", readme):
         used |= set(re.findall(r"(--[a-z][a-z-]*)", line))

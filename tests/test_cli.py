@@ -104,7 +104,7 @@ def test_an_orphaned_cluster_folder_is_reported_with_advice_synth_cannot_follow(
     out, err = capsys.readouterr()
     # THEN it names the folder and says to delete it by hand, never to run `make synth` (which keeps it)
     advice = (f"orphaned: {repo / 'dist' / 'gone'}: no spec renders it (no clusters/gone.yaml); delete the folder "
-              "by hand once its Argo CD root Application is gone (it may hold stateful objects; see README)")
+              "by hand once its Argo CD root Application is gone (it may hold stateful objects; see docs/guarantees.md)")
     assert out.splitlines() == [advice]
     assert "make synth" not in err and "delete each by hand" in err
     # AND synth keeps the folder, warns with the same advice and succeeds

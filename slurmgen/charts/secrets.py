@@ -18,7 +18,7 @@ the ExternalSecret's labels and annotations onto the Secret (v2.9.0
 pkg/controllers/externalsecret/externalsecret_controller_template.go setMetadata), among them Argo
 CD's tracking annotation and our sync options, and a Secret carrying another object's tracking id
 shows as out of sync or to prune (argoproj/argo-cd#8683). The labels also select the generated
-Secrets for backup (README: back up the generated Secrets).
+Secrets for backup (docs/storage-login-accounting.md: back up the generated Secrets).
 
 A database password from Secrets Manager is the one value we do not choose, and Slinky writes it
 raw as `StoragePass=` into slurmdbd.conf (slurm-operator v1.2.1
@@ -133,7 +133,7 @@ def grafana_admin_objects(spec: ClusterSpec) -> list[dict[str, Any]]:
     immutable, kept when the ExternalSecret goes (`Orphan`), labelled for backup. With Secrets
     Manager too: Grafana's own login is nobody else's, so it is generated in the cluster. Nothing here
     holds `{{` (the chart passes `extraManifests` through `tpl`): the user name is template text, merged
-    with the generated key. `precreated`: none; the site creates the Secret (README).
+    with the generated key. `precreated`: none; the site creates the Secret (docs/storage-login-accounting.md).
     """
     if not spec.secrets.generated:
         return []
@@ -169,7 +169,7 @@ def effective_sssd_conf(spec: ClusterSpec) -> tuple[str | None, str]:
     """sssd.conf as the pods will read it (the bind password as a placeholder), or None and why not.
 
     With a directory and secrets mode precreated this is the text the site puts into its
-    login.sssdConfSecret, bind password filled in (README: Researchers as themselves)."""
+    login.sssdConfSecret, bind password filled in (docs/storage-login-accounting.md: Researchers as themselves)."""
     if spec.directory is not None:
         return sssd_conf_text(spec.directory), ""
     if not spec.secrets.generated:

@@ -2,7 +2,7 @@
 
 A one-replica Deployment on the core placement (Recreate: never two writers), its script and config
 in one ConfigMap (a pod-template hash rolls it when either changes), and a ClusterRole limited to
-reading and patching Nodes. Why not NVIDIA topograph v1.0.0: README, Topology.
+reading and patching Nodes. Why not NVIDIA topograph v1.0.0: docs/compute.md, Topology.
 """
 
 from __future__ import annotations

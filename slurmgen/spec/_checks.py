@@ -504,7 +504,7 @@ def identity_roles(spec: dict[str, Any]) -> Iterator[Finding]:
         arn = roles.get(key)
         if arn is None:
             if required:
-                yield where, f"required: {_WHY_REQUIRED[key]}; give its IAM role ARN (README: AWS identity)"
+                yield where, f"required: {_WHY_REQUIRED[key]}; give its IAM role ARN (docs/iam.md)"
             continue
         if unused:
             yield where, f"not used: {unused}; remove it"
@@ -711,7 +711,7 @@ def directory_admin_groups(spec: dict[str, Any]) -> Iterator[Finding]:
         return
     if not (spec.get("policy") or {}).get("users"):
         yield ("directory.adminGroups", "admin levels are set by the accounts Job for the users of policy.users; "
-               "declare policy.users (with accounting), or set AdminLevel by hand (README: Slurm admins)")
+               "declare policy.users (with accounting), or set AdminLevel by hand (docs/storage-login-accounting.md, Slurm admins)")
     for group in sorted(set(groups["administrators"]) & set(groups["operators"])):
         yield "directory.adminGroups.operators", f"{group!r} is also an administrators group; name it once"
 

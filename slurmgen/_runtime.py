@@ -2,15 +2,13 @@
 
 jsii reads the environment when its kernel starts (the first `import cdk8s`), so this must run
 first. Using the wheel's Node 24 means nothing depends on the machine's own Node and jsii prints
-no end-of-life banner. The kernel is then started without jsii's relay (_jsii_channel.py).
+no end-of-life banner.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-
-from . import _jsii_channel
 
 
 def configure() -> None:
@@ -26,4 +24,7 @@ def configure() -> None:
                 os.environ["JSII_NODE"] = str(node)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
     os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
-    _jsii_channel.install()  # imports nothing: takes effect when cdk8s imports jsii
+    # A small young generation for jsii's kernel (and its relay): their live data is small and the
+    # default let garbage pile up (~65 MB per kernel, docs/benchmark.md). Node reads NODE_OPTIONS
+    # itself; a user's own setting wins.
+    os.environ.setdefault("NODE_OPTIONS", "--max-semi-space-size=2")

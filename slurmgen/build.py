@@ -10,7 +10,6 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from cdk8s import App, Chart
 
-from . import _jsii_channel
 from .apps import helm
 from .apps.argocd import AppsChart, ArgoCDSettingsChart, RootChart
 from .catalog.catalog import InstanceType, load_catalog
@@ -39,24 +38,14 @@ def file_name(obj: Obj) -> str:
 
 def _files(charts: Iterable[Chart]) -> dict[str, Obj]:
     files: dict[str, Obj] = {}
-    send = _jsii_channel.direct()
     for chart in charts:
         unit = getattr(chart, "unit")
-        for obj in _to_json(chart, send):
+        for obj in chart.to_json():
             path = f"{unit}/{file_name(obj)}"
             if path in files:
                 raise DuplicateObjectError(f"two objects render to {path}")
             files[path] = obj
     return dict(sorted(files.items()))
-
-
-def _to_json(chart: Chart, send: Any) -> list[Obj]:
-    """`chart.to_json()`; over the direct channel when there is one (the kernel answers with plain
-    JSON: no jsii reference walk over every value of the chart's objects on the way back)."""
-    if send is None:
-        return chart.to_json()
-    return send({"api": "invoke", "objref": {"$jsii.byref": getattr(chart, "__jsii_ref__").ref},
-                 "method": "toJson", "args": []})["result"]
 
 
 def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceType]) -> RenderedCluster:

@@ -30,10 +30,9 @@ if TYPE_CHECKING:  # annotations only: this module is imported first, by the CLI
 
 #: Peak memory (summed RSS of the process tree) allowed by default; SLURMGEN_MEMORY_MB raises it.
 MEMORY_BUDGET_MB = 400
-#: Measured by bench/synth_bench.py on a 40-cluster fleet: one process (Python, jsii's kernel
-#: started without jsii's relay, see _jsii_channel.py, and multiprocessing's resource tracker)
-#: peaks at ~200 MB; each more rendering process adds ~175 MB (its interpreter with the compiled
-#: pre-check, ~80 MB, and its kernel, ~95 MB, stopped once it is done). So within 400 MB two render.
+#: Measured by bench/synth_bench.py on a 40-cluster fleet (see docs/benchmark.md for the figures
+#: behind these two numbers): one process (Python, jsii's kernel and its relay, multiprocessing's
+#: resource tracker) and each more rendering process (its interpreter and its own kernel).
 FIRST_PROCESS_MB = 205
 EXTRA_PROCESS_MB = 180
 #: Starting a worker (interpreter, imports, jsii kernel: ~0.5 s of CPU) pays once each process has
@@ -207,7 +206,7 @@ def warm_up(site_csv: Path | None, cpu: int | None = None) -> None:
 
 def render_claimed(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: Path | None) -> list[Rendered]:
     """Render, check, validate and dump the clusters of `specs` this worker claims (its whole job)."""
-    from . import _jsii_channel, build, pipeline, verify
+    from . import build, pipeline, verify
     from .catalog.catalog import load_catalog
 
     catalog = _CATALOGS.pop(site_csv, None) or load_catalog(site_csv)
@@ -220,9 +219,6 @@ def render_claimed(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir:
             for spec in _CLAIMS[0].each(specs):
                 cluster = build.render_one(spec, catalog)
                 jobs.append((cluster, pool.submit(pipeline._check, cluster, crd_dir, prepared, timings, catalog)))
-        # A worker renders once (one call per worker and run): its kernel's memory is freed before
-        # the results travel, when the fleet's memory would otherwise peak.
-        _jsii_channel.stop_kernel()
         for cluster, job in jobs:
             problems, texts = job.result()
             out.append(Rendered(cluster.spec.name, dict(cluster.plans), dict(cluster.files), texts, problems))

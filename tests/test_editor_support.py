@@ -85,16 +85,18 @@ def schema_nodes(node: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any
         yield from schema_nodes(sub, f"$defs.{name}")
 
 
-def test_every_example_starts_with_a_modeline_naming_its_schema():
+def test_the_starter_and_the_test_specs_start_with_a_modeline_naming_their_schema():
+    # GIVEN the starter a user copies to clusters/<name>.yaml, and the tests' own specs where they stand
+    starter = REPO / "docs" / "starter.yaml"
+    cases = [(starter, REPO / "clusters" / "mycluster.yaml"), *((spec, spec) for spec in CLUSTERS)]
     assert {p.name for p in CLUSTERS} >= {"example.yaml", "_research-fleet.yaml"}
-    for spec in CLUSTERS:
-        # GIVEN the first line of each example
-        first = spec.read_text().splitlines()[0]
+    for source, placed in cases:
+        first = source.read_text().splitlines()[0]
         match = MODELINE.fullmatch(first)
-        assert match, f"{spec.name}: first line must be '# yaml-language-server: $schema=...'"
-        # THEN the relative path resolves, from the file's folder, to the committed schema for its kind
-        expected = DEFAULTS if spec.name.startswith("_") else MAIN
-        assert (spec.parent / match.group(1)).resolve() == expected.resolve(), spec.name
+        assert match, f"{source.name}: first line must be '# yaml-language-server: $schema=...'"
+        # THEN the relative path resolves, from the folder the file is used in, to the schema for its kind
+        expected = DEFAULTS if placed.name.startswith("_") else MAIN
+        assert (placed.parent / match.group(1)).resolve() == expected.resolve(), source.name
         assert expected.is_file()
 
 
@@ -167,8 +169,8 @@ def test_vscode_maps_each_file_to_exactly_one_schema():
     settings = json.loads((REPO / ".vscode" / "settings.json").read_text())
     mapping = settings["yaml.schemas"]
     assert {(REPO / schema).resolve() for schema in mapping} == {MAIN.resolve(), DEFAULTS.resolve()}
-    for spec in CLUSTERS:
-        rel = spec.relative_to(REPO).as_posix()
+    for rel in ("clusters/mycluster.yaml", "clusters/_fleet-defaults.yaml"):  # a fork's files
+        spec = Path(rel)
         # fnmatch reads [!_] as picomatch does: any character but '_'
         hits = [schema for schema, globs in mapping.items() if any(fnmatch.fnmatchcase(rel, g) for g in globs)]
         expected = DEFAULTS if spec.name.startswith("_") else MAIN

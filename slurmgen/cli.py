@@ -41,6 +41,11 @@ def _parser() -> argparse.ArgumentParser:
     base.add_argument("--base", metavar="GIT_REF", default=None,
                       help="with --summary: compare with the output folder committed at this ref (default HEAD)")
     base.add_argument("--base-dir", type=Path, metavar="DIR", help="with --summary: compare with this folder")
+    p.add_argument("--max-chars", type=int, metavar="N",
+                   help="with --summary: print at most N characters, what needs attention first (a PR comment: "
+                        "60000; GitHub refuses more than 65536)")
+    p.add_argument("--full-summary", type=Path, metavar="FILE",
+                   help="with --summary: also write the whole summary, never shortened, to FILE")
     p.add_argument("--explain", metavar="FILE",
                    help="print the effective slurm.conf, cgroup.conf, gres.conf or slurmdbd.conf the operator "
                         "will write, 'sssd.conf' (the login and slurmd pods', bind password as a placeholder), "
@@ -127,6 +132,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"add {folder.name}/<name>.yaml or pass --spec FILE", file=sys.stderr)
         return 2
 
+    if (args.max_chars is not None or args.full_summary) and not args.summary:
+        print("--max-chars, --full-summary: only with --summary", file=sys.stderr)
+        return 2
+    if args.max_chars is not None and args.max_chars < 2000:
+        print(f"--max-chars {args.max_chars}: too small for the headlines; use 2000 or more (60000 for a "
+              "PR comment)", file=sys.stderr)
+        return 2
     if args.cluster and not (args.explain or args.preview):
         print("--cluster: only with --explain FILE or --preview", file=sys.stderr)
         return 2
@@ -170,7 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.preview:
         return _preview(result, args.cluster, args.allow_unproven)
     if args.summary:
-        return _summary(result, out, args.base, args.base_dir, subset=bool(args.spec))
+        return _summary(result, out, args.base, args.base_dir, subset=bool(args.spec), spec_paths=spec_paths,
+                        max_chars=args.max_chars, full_file=args.full_summary)
     from . import guards, output
 
     names = [c.spec.name for c in result.clusters]
@@ -378,14 +391,18 @@ def _preview(result: object, cluster: str | None, allow_unproven: Sequence[str] 
     return 2 if problems else 0
 
 
-def _summary(result: object, out: Path, ref: str | None, base_dir: Path | None, *, subset: bool) -> int:
-    """Print the PR summary; with --spec, only the named clusters are compared."""
+def _summary(result: object, out: Path, ref: str | None, base_dir: Path | None, *, subset: bool,
+             spec_paths: Sequence[Path] = (), max_chars: int | None = None, full_file: Path | None = None) -> int:
+    """Print the PR summary; with --spec, only the named clusters are compared. Prices: the packaged
+    table plus the prices.csv beside the specs; with --max-chars it fits a PR comment."""
+    from .catalog.pricing import PriceError, site_prices
     from .review import BaseUnavailable, trees_from_dir, trees_from_git
-    from .summary import summarize
+    from .summary import fit_comment, full_text, sections
 
     try:
+        prices = site_prices(spec_paths)
         old = trees_from_dir(base_dir) if base_dir else trees_from_git(ref or "HEAD", out)
-    except BaseUnavailable as err:
+    except (BaseUnavailable, PriceError) as err:
         print(err, file=sys.stderr)
         return 2
     new = {c.spec.name: dict(c.files) for c in result.clusters}  # type: ignore[attr-defined]
@@ -393,7 +410,18 @@ def _summary(result: object, out: Path, ref: str | None, base_dir: Path | None, 
         old = {name: tree for name, tree in old.items() if name in new}
     from .preview.diff import chart_section
 
-    sys.stdout.write(summarize(old, new, catalog=result.catalog, charts=chart_section))  # type: ignore[attr-defined]
+    catalog = result.catalog  # type: ignore[attr-defined]
+    parts = sections(old, new, catalog=catalog, charts=chart_section, prices=prices)
+    full = full_text(parts)
+    if full_file is not None:
+        try:
+            full_file.write_text(full, encoding="utf-8")
+        except OSError as err:
+            print(f"{full_file}: --full-summary: cannot write: {err.strerror or err}", file=sys.stderr)
+            return 2
+    if max_chars is not None and len(full) > max_chars:
+        full = fit_comment(parts, max_chars)
+    sys.stdout.write(full)
     return 0
 
 

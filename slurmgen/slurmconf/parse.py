@@ -48,11 +48,18 @@ class Conf:
 
 
 def tokens(line: str) -> list[tuple[str, str]]:
-    """`Key=Value` tokens of one line, comments cut; a token without `=` keeps an empty value."""
+    """`Key=Value` tokens of one line, comments cut; a token without `=` keeps an empty value.
+
+    A value of ours that starts with `<` runs to its `>` (the `<secret NAME/KEY>` placeholder
+    operator.build_slurmdbd_conf writes for the password): one value, not two broken tokens."""
     line = line.split("#", 1)[0]
-    out = []
-    for token in line.split():
-        key, _, value = token.partition("=")
+    out: list[tuple[str, str]] = []
+    words = line.split()
+    while words:
+        key, _, value = words.pop(0).partition("=")
+        if value.startswith("<") and not value.endswith(">") and any(w.endswith(">") for w in words):
+            while not value.endswith(">"):
+                value += " " + words.pop(0)
         out.append((key, value))
     return out
 

@@ -357,7 +357,8 @@ def _preview(result: object, cluster: str | None, allow_unproven: Sequence[str] 
     start = time.perf_counter()
     try:
         helm_sdk()  # before any work: a missing SDK is one line, whatever the chart sources
-        previews = preview_clusters(clusters, locator_from_env(), frozenset(allow_unproven))
+        locator = locator_from_env()
+        previews = preview_clusters(clusters, locator, frozenset(allow_unproven))
     except PreviewUnavailable as err:
         print(err, file=sys.stderr)
         return 2
@@ -371,6 +372,10 @@ def _preview(result: object, cluster: str | None, allow_unproven: Sequence[str] 
     skipped = sum(len(p.not_previewed) for p in previews)
     print(f"preview: {rendered} chart render(s) in {len(previews)} cluster(s), {skipped} not previewed, "
           f"{len(problems)} problem(s), {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    hosts = locator.unreachable_hosts()
+    if hosts:
+        print(f"preview: chart registries not reachable ({', '.join(hosts)}): --preview needs them, or a folder of "
+              "unpacked charts as SLURMGEN_CHART_DIR", file=sys.stderr)
     if not rendered and skipped:
         print("preview: no chart could be rendered, so nothing was proven: set SLURMGEN_CHART_DIR to a folder of "
               "unpacked charts or let --preview pull them (SLURMGEN_CHART_PULL)", file=sys.stderr)

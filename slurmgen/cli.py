@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
@@ -16,6 +17,20 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def shown(line: str, cwd: str | None = None) -> str:
+    """`line` with every path under the current directory written relative to it (`clusters/dev.yaml: ...`).
+
+    Specs found by default are absolute paths (the repository's clusters/); a message reads as the
+    user would type the path. Paths elsewhere stay absolute."""
+    try:
+        base = os.path.join(cwd or os.getcwd(), "")
+    except OSError:  # the current directory is gone
+        return line
+    if base == os.sep:
+        return line
+    return re.sub(rf"(?<![\w./-]){re.escape(base)}(?=[^\s:/])", "", line)
 
 
 def cluster_files(folder: Path) -> list[Path]:
@@ -41,11 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     base.add_argument("--base", metavar="GIT_REF", default=None,
                       help="with --summary: compare with the output folder committed at this ref (default HEAD)")
     base.add_argument("--base-dir", type=Path, metavar="DIR", help="with --summary: compare with this folder")
-    p.add_argument("--explain", metavar="FILE",
-                   help="print the effective slurm.conf, cgroup.conf, gres.conf or slurmdbd.conf the operator "
-                        "will write, 'sssd.conf' (the login and slurmd pods', bind password as a placeholder), "
-                        "or 'identity' (IAM roles, policies and Pod Identity associations, JSON); "
-                        "write nothing")
+    p.add_argument("--explain", metavar="NAME",
+                   help=f"print one of {', '.join(explain_names())}: a file the operator will write, "
+                        f"{SSSD_CONF} (the login and slurmd pods', bind password as a placeholder), "
+                        f"or {IDENTITY} (IAM roles, policies and Pod Identity associations, JSON); write nothing")
     p.add_argument("--preview", action="store_true",
                    help="render every Helm Application offline at its pinned chart version (charts from "
                         "$SLURMGEN_CHART_DIR, the cache, or their repository) and prove the AppProject, placement, "
@@ -95,6 +109,13 @@ IDENTITY = "identity"  # --explain identity: not a Slurm file
 SSSD_CONF = "sssd.conf"  # --explain sssd.conf: the login/slurmd pods' file, not the operator's
 
 
+def explain_names() -> tuple[str, ...]:
+    """Every name --explain accepts, sorted: the one list its check, its error line and --help print."""
+    from .slurmconf.explain import FILES
+
+    return tuple(sorted((*FILES, SSSD_CONF, IDENTITY)))
+
+
 #: What `cdk8s synth` finds in its own output folder (cdk8s.yaml: build/cdk8s), which it empties first.
 CDK8S_POINTER = "rendered-into-dist.yaml"
 
@@ -123,23 +144,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     spec_paths = args.spec or cluster_files(folder)
     if not spec_paths:
         # Exit 2, not 0: with no spec every dist/<cluster> would silently become an orphan.
-        print(f"{folder}: no cluster spec (a *.yaml whose name does not start with '_'): "
+        print(f"{shown(str(folder))}: no cluster spec (a *.yaml whose name does not start with '_'): "
               f"add {folder.name}/<name>.yaml or pass --spec FILE", file=sys.stderr)
         return 2
 
     if args.cluster and not (args.explain or args.preview):
-        print("--cluster: only with --explain FILE or --preview", file=sys.stderr)
+        print("--cluster: only with --explain NAME or --preview", file=sys.stderr)
         return 2
     if args.allow_unproven and not args.preview:
         print("--allow-unproven: only with --preview", file=sys.stderr)
         return 2
-    if args.explain and args.explain not in (IDENTITY, SSSD_CONF):
-        from .slurmconf.explain import ExplainError, check_file
-        try:
-            check_file(args.explain)
-        except ExplainError as err:
-            print(err, file=sys.stderr)
-            return 2
+    if args.explain and args.explain not in explain_names():
+        print(f"--explain: unknown name {args.explain!r} (one of {', '.join(explain_names())})", file=sys.stderr)
+        return 2
 
     # Worker processes start first (launch imports little), the rest is imported while they start;
     # all of it only here, so `--help` and argument errors stay instant.
@@ -157,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started)
         except InputError as err:
             for line in err.lines:
-                print(line, file=sys.stderr)
+                print(shown(line), file=sys.stderr)
             return 2
     for note in result.notes:
         print(f"warning: {note}", file=sys.stderr)
@@ -196,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1 if args.check else 2
     if refused:
         for line in refused:
-            print(line, file=sys.stderr)
+            print(shown(line), file=sys.stderr)
         return 2
     full = not args.spec  # every spec rendered: a cluster folder without a spec is stale
     orphans = result.orphans(out) if full else []

@@ -125,7 +125,7 @@ def test_error_lines_name_files_relative_to_the_current_directory(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     # WHEN it is rendered THEN the line names it relative to here
     assert main(["--spec", str(spec), "--out", str(tmp_path / "dist")]) == 2
-    assert capsys.readouterr().err.startswith("clusters/dev.yaml: nodesets[gpu].instanceType: unknown instance type")
+    assert capsys.readouterr().err.startswith("clusters/dev.yaml:5: nodesets[gpu].instanceType: unknown instance type")
     # AND from elsewhere, the path stays absolute
     monkeypatch.chdir(tmp_path / "clusters")
     assert cli.shown(f"{spec}: x", cwd=str(tmp_path / "dist")) == f"{spec}: x"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
@@ -16,6 +17,20 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def shown(line: str, cwd: str | None = None) -> str:
+    """`line` with every path under the current directory written relative to it (`clusters/dev.yaml: ...`).
+
+    Specs found by default are absolute paths (the repository's clusters/); a message reads as the
+    user would type the path. Paths elsewhere stay absolute."""
+    try:
+        base = os.path.join(cwd or os.getcwd(), "")
+    except OSError:  # the current directory is gone
+        return line
+    if base == os.sep:
+        return line
+    return re.sub(rf"(?<![\w./-]){re.escape(base)}(?=[^\s:/])", "", line)
 
 
 def cluster_files(folder: Path) -> list[Path]:
@@ -46,11 +61,10 @@ def _parser() -> argparse.ArgumentParser:
                         "60000; GitHub refuses more than 65536)")
     p.add_argument("--full-summary", type=Path, metavar="FILE",
                    help="with --summary: also write the whole summary, never shortened, to FILE")
-    p.add_argument("--explain", metavar="FILE",
-                   help="print the effective slurm.conf, cgroup.conf, gres.conf or slurmdbd.conf the operator "
-                        "will write, 'sssd.conf' (the login and slurmd pods', bind password as a placeholder), "
-                        "or 'identity' (IAM roles, policies and Pod Identity associations, JSON); "
-                        "write nothing")
+    p.add_argument("--explain", metavar="NAME",
+                   help=f"print one of {', '.join(explain_names())}: a file the operator will write, "
+                        f"{SSSD_CONF} (the login and slurmd pods', bind password as a placeholder), "
+                        f"or {IDENTITY} (IAM roles, policies and Pod Identity associations, JSON); write nothing")
     p.add_argument("--preview", action="store_true",
                    help="render every Helm Application offline at its pinned chart version (charts from "
                         "$SLURMGEN_CHART_DIR, the cache, or their repository) and prove the AppProject, placement, "
@@ -100,6 +114,13 @@ IDENTITY = "identity"  # --explain identity: not a Slurm file
 SSSD_CONF = "sssd.conf"  # --explain sssd.conf: the login/slurmd pods' file, not the operator's
 
 
+def explain_names() -> tuple[str, ...]:
+    """Every name --explain accepts, sorted: the one list its check, its error line and --help print."""
+    from .slurmconf.explain import FILES
+
+    return tuple(sorted((*FILES, SSSD_CONF, IDENTITY)))
+
+
 #: What `cdk8s synth` finds in its own output folder (cdk8s.yaml: build/cdk8s), which it empties first.
 CDK8S_POINTER = "rendered-into-dist.yaml"
 
@@ -128,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spec_paths = args.spec or cluster_files(folder)
     if not spec_paths:
         # Exit 2, not 0: with no spec every dist/<cluster> would silently become an orphan.
-        print(f"{folder}: no cluster spec (a *.yaml whose name does not start with '_'): "
+        print(f"{shown(str(folder))}: no cluster spec (a *.yaml whose name does not start with '_'): "
               f"add {folder.name}/<name>.yaml or pass --spec FILE", file=sys.stderr)
         return 2
 
@@ -140,18 +161,14 @@ def main(argv: Sequence[str] | None = None) -> int:
               "PR comment)", file=sys.stderr)
         return 2
     if args.cluster and not (args.explain or args.preview):
-        print("--cluster: only with --explain FILE or --preview", file=sys.stderr)
+        print("--cluster: only with --explain NAME or --preview", file=sys.stderr)
         return 2
     if args.allow_unproven and not args.preview:
         print("--allow-unproven: only with --preview", file=sys.stderr)
         return 2
-    if args.explain and args.explain not in (IDENTITY, SSSD_CONF):
-        from .slurmconf.explain import ExplainError, check_file
-        try:
-            check_file(args.explain)
-        except ExplainError as err:
-            print(err, file=sys.stderr)
-            return 2
+    if args.explain and args.explain not in explain_names():
+        print(f"--explain: unknown name {args.explain!r} (one of {', '.join(explain_names())})", file=sys.stderr)
+        return 2
 
     # Worker processes start first (launch imports little), the rest is imported while they start;
     # all of it only here, so `--help` and argument errors stay instant.
@@ -169,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started)
         except InputError as err:
             for line in err.lines:
-                print(line, file=sys.stderr)
+                print(shown(line), file=sys.stderr)
             return 2
     for note in result.notes:
         print(f"warning: {note}", file=sys.stderr)
@@ -209,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1 if args.check else 2
     if refused:
         for line in refused:
-            print(line, file=sys.stderr)
+            print(shown(line), file=sys.stderr)
         return 2
     full = not args.spec  # every spec rendered: a cluster folder without a spec is stale
     orphans = result.orphans(out) if full else []
@@ -370,7 +387,8 @@ def _preview(result: object, cluster: str | None, allow_unproven: Sequence[str] 
     start = time.perf_counter()
     try:
         helm_sdk()  # before any work: a missing SDK is one line, whatever the chart sources
-        previews = preview_clusters(clusters, locator_from_env(), frozenset(allow_unproven))
+        locator = locator_from_env()
+        previews = preview_clusters(clusters, locator, frozenset(allow_unproven))
     except PreviewUnavailable as err:
         print(err, file=sys.stderr)
         return 2
@@ -384,6 +402,10 @@ def _preview(result: object, cluster: str | None, allow_unproven: Sequence[str] 
     skipped = sum(len(p.not_previewed) for p in previews)
     print(f"preview: {rendered} chart render(s) in {len(previews)} cluster(s), {skipped} not previewed, "
           f"{len(problems)} problem(s), {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    hosts = locator.unreachable_hosts()
+    if hosts:
+        print(f"preview: chart registries not reachable ({', '.join(hosts)}): --preview needs them, or a folder of "
+              "unpacked charts as SLURMGEN_CHART_DIR", file=sys.stderr)
     if not rendered and skipped:
         print("preview: no chart could be rendered, so nothing was proven: set SLURMGEN_CHART_DIR to a folder of "
               "unpacked charts or let --preview pull them (SLURMGEN_CHART_PULL)", file=sys.stderr)

@@ -353,13 +353,26 @@ def _swap_in(out: Path, trees: Mapping[str, Mapping[str, Any]], journal: Path | 
             shutil.rmtree(path, ignore_errors=True)
 
 
+def _umask() -> int:
+    """The process umask. Read once per write, before the helper thread starts: os.umask can only be
+    read by setting it, which would briefly change the mode of files another thread creates."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 def _stage(out: Path, trees: Iterable[tuple[str, Mapping[str, Any]]], staged: dict[str, Path],
-           stop: threading.Event) -> None:
-    """Write each tree into a new temporary sibling, named in `staged` (which the caller removes)."""
+           stop: threading.Event, mode: int) -> None:
+    """Write each tree into a new temporary sibling, named in `staged` (which the caller removes).
+
+    mkdtemp makes the sibling 0700 whatever the umask; it becomes `out/<cluster>/` itself, so it is
+    given `mode` (0777 less the umask), as mkdir would (0755 under umask 022).
+    """
     for name, files in trees:
         if stop.is_set():
             return
         staged[name] = Path(tempfile.mkdtemp(prefix=f".{name}.new-", dir=out))
+        staged[name].chmod(mode)
         write_tree(staged[name], files)
 
 
@@ -376,10 +389,11 @@ def _stage_all(out: Path, trees: Mapping[str, Mapping[str, Any]], staged: dict[s
     items = list(trees.items())
     stop = threading.Event()
     failure: list[BaseException] = []
+    mode = 0o777 & ~_umask()
 
     def helper() -> None:
         try:
-            _stage(out, items[1::2], staged, stop)
+            _stage(out, items[1::2], staged, stop, mode)
         except BaseException as err:  # noqa: BLE001 - handed to the caller's thread, raised there
             failure.append(err)
             stop.set()
@@ -388,7 +402,7 @@ def _stage_all(out: Path, trees: Mapping[str, Mapping[str, Any]], staged: dict[s
     if thread is not None:
         thread.start()
     try:
-        _stage(out, items[0::2] if thread is not None else items, staged, stop)
+        _stage(out, items[0::2] if thread is not None else items, staged, stop, mode)
         if thread is not None:
             thread.join()
     except BaseException:

@@ -22,7 +22,15 @@ def expected_lines(case: Path) -> list[str]:
     sidecar = case.with_suffix(".expect")
     text = sidecar.read_text(encoding="utf-8") if sidecar.exists() else case.read_text(encoding="utf-8")
     lines = [line[len("# expect: "):] for line in text.splitlines() if line.startswith("# expect: ")]
-    return [line.replace("FILE", str(case)) for line in lines]
+    return [line.replace("FILE", shown_path(case)) for line in lines]
+
+
+def shown_path(path: Path) -> str:
+    """How an error line names a file: relative to the current directory when under it, else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def test_there_are_enough_cases():

@@ -179,3 +179,19 @@ def _spec_with_ranges(ranges: str, opt_in: bool = False) -> str:
             'gitops: {repoURL: "https://github.com/o/r.git"}\n'
             'nodesets: [{name: gpu, instanceType: g5.xlarge}]\npartitions: [{name: gpu, nodesets: [gpu]}]\n'
             f'login: {{service: {{scheme: internet-facing, sourceRanges: {ranges}, allowPublicSsh: {str(opt_in).lower()}}}}}\n')
+
+
+LAYER_RULES = [rule for rule in loader.rules_for() if rule not in _checks.RULES]
+
+
+@pytest.mark.parametrize("rule", LAYER_RULES, ids=[r.__name__ for r in LAYER_RULES])
+def test_the_catalogs_rules_declare_their_sections_and_need_nothing_beyond(rule):
+    """Issue 21 item 3: the instance catalog's rule declared nothing, so any schema error hid an unknown type."""
+    # GIVEN a rule of the catalog layer (instance fit, the Region's registry)
+    reads = getattr(rule, "reads", None)
+    # THEN it names the sections it reads, real ones
+    assert reads and set(reads) <= set(_schema.schema()["properties"]), rule.__name__
+    for name, spec in SPECS:
+        # AND on a schema-valid spec cut down to them it finds what it finds on the whole spec
+        cut = {key: value for key, value in spec.items() if key in reads}
+        assert list(rule(cut)) == list(rule(spec)), name

@@ -55,7 +55,7 @@ def test_workflow_triggers_and_token_scope():
     # YAML 1.1 reads the key `on` as true
     assert set(workflow[True]) == {"pull_request", "push"}
     assert workflow[True]["push"] == {"branches": ["main"]}
-    for path in ("clusters/**", "dist/**", "slurmgen/**", "main.py", "requirements.txt"):
+    for path in ("clusters/**", "dist/**", "slurmgen/**", "main.py", "requirements.txt", "requirements-test.txt"):
         assert path in workflow[True]["pull_request"]["paths"], path
     assert workflow["permissions"] == {}  # least privilege: nothing unless a job asks
     assert workflow["jobs"]["render"]["permissions"] == {"contents": "read", "pull-requests": "write"}
@@ -114,6 +114,40 @@ def test_make_targets_run_what_they_say():
     assert make_runs("summary")[-1] == ".venv/bin/python -O main.py --summary"
 
 
+TEST_TOOLS = {"pytest", "hypothesis", "mypy", "ruff", "zizmor"}
+
+
+def pins(path: Path) -> dict[str, str]:
+    """name -> version of a pip requirements file (names normalized as pip does)."""
+    out = {}
+    for line in shell_lines(path.read_text()):
+        if "==" in line:
+            name, version = line.split("==")
+            out[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return out
+
+
+def test_rendering_installs_only_the_render_set_and_test_adds_the_tools(tmp_path):
+    """Issue 21 item 6: `make synth` installed pytest, mypy, ruff, zizmor and hypothesis (a 548 MB .venv)."""
+    venv = f"VENV={tmp_path / 'venv'}"  # no stamp there: make -n lists every install step
+    render = pins(REPO / "requirements.txt")
+    test = pins(REPO / "requirements-test.txt")
+    # GIVEN the two locks: the render set has no test tool; the test lock includes the render lock and
+    # pins nothing twice (so the versions both use agree)
+    assert render and not TEST_TOOLS & set(render)
+    assert TEST_TOOLS <= set(test) and not set(render) & set(test)
+    assert shell_lines((REPO / "requirements-test.txt").read_text())[0] == "-r requirements.txt"
+    assert "-c requirements.txt" in shell_lines((REPO / "requirements-test.in").read_text())
+    installs = lambda target: [r.split(" -r ", 1)[1] for r in make_runs(target, venv) if "pip install" in r]  # noqa: E731
+    # THEN synth, check and summary install the render set only; test adds the test tools
+    for target in ("synth", "check", "summary"):
+        assert installs(target) == ["requirements.txt"], target
+    assert installs("test")[:2] == ["requirements.txt", "requirements-test.txt"]
+    # AND make lock writes both locks
+    assert {"requirements.txt", "requirements-test.txt"} <= {w for r in make_runs("lock", venv)
+                                                           for w in re.findall(r"> (requirements[\w-]*\.txt)", r)}
+
+
 def test_our_own_ci_proves_a_clean_clone_then_runs_beside_shared():
     text = (REPO / ".ci" / "run").read_text()
     lines = shell_lines(text)
@@ -165,12 +199,12 @@ def zizmor() -> str:
     """The zizmor of the environment running the tests (beside its python: pip puts it there)."""
     beside = Path(sys.executable).parent / "zizmor"
     exe = str(beside) if beside.exists() else shutil.which("zizmor")
-    assert exe, "zizmor is pinned in requirements.txt: run `make install`"
+    assert exe, "zizmor is pinned in requirements-test.txt: run `make test-install`"
     return exe
 
 
 def test_zizmor_finds_nothing_in_the_workflow_even_pedantic():
-    # GIVEN zizmor, pinned in requirements.txt (its wheel carries the binary), run offline
+    # GIVEN zizmor, pinned in requirements-test.txt (its wheel carries the binary), run offline
     exe = zizmor()
     # WHEN it audits the shipped workflow with every audit and no suppression
     run = subprocess.run([exe, "--offline", "--no-progress", "--persona", "pedantic", "--format", "plain", str(WORKFLOW)],

@@ -112,3 +112,22 @@ def test_an_orphaned_cluster_folder_is_reported_with_advice_synth_cannot_follow(
     assert f"warning: {advice}" in capsys.readouterr().err.splitlines()
     assert (repo / "dist" / "gone" / "storage" / "persistentvolumeclaim-fsx.yaml").is_file()
     assert main(["--check"]) == 1
+
+
+def test_error_lines_name_files_relative_to_the_current_directory(tmp_path, monkeypatch, capsys):
+    """Issue 21 item 7: specs found in clusters/ are absolute paths; the lines read `clusters/dev.yaml: ...`."""
+    from tests.conftest import MINIMAL_SPEC
+    # GIVEN a bad spec under the current directory, named by its absolute path (as clusters/ specs are)
+    (tmp_path / "clusters").mkdir()
+    spec = tmp_path / "clusters" / "dev.yaml"
+    spec.write_text(MINIMAL_SPEC.replace("g5.xlarge", "g5.nope"))
+    monkeypatch.chdir(tmp_path)
+    # WHEN it is rendered THEN the line names it relative to here
+    assert main(["--spec", str(spec), "--out", str(tmp_path / "dist")]) == 2
+    assert capsys.readouterr().err.startswith("clusters/dev.yaml:5: nodesets[gpu].instanceType: unknown instance type")
+    # AND from elsewhere, the path stays absolute
+    monkeypatch.chdir(tmp_path / "clusters")
+    assert cli.shown(f"{spec}: x", cwd=str(tmp_path / "dist")) == f"{spec}: x"
+    assert cli.shown(f"{spec}: cannot read {tmp_path}/clusters/_shared.yaml", cwd=str(tmp_path)) == (
+        "clusters/dev.yaml: cannot read clusters/_shared.yaml")
+    assert cli.shown(f"{tmp_path}-other/x.yaml: y", cwd=str(tmp_path)) == f"{tmp_path}-other/x.yaml: y"

@@ -213,7 +213,7 @@ def test_one_shell_can_be_forced_for_everyone():
 
 def test_a_shell_must_be_an_absolute_path():
     assert problems(shell={"override": "bash"}) == [
-        "ldap.yaml: directory.shell.override: 'bash' must be an absolute path: '/', then letters, digits, '.', '_', '-' and '/'"]
+        "ldap.yaml:47: directory.shell.override: 'bash' must be an absolute path: '/', then letters, digits, '.', '_', '-' and '/'"]
 
 
 # --- c) RFC 2307 -------------------------------------------------------------------------------
@@ -229,17 +229,17 @@ def test_rfc2307_directories_are_supported():
 def test_active_directory_has_no_ldap_schema_to_choose():
     ad = {"kind": "ad", "ldapSchema": "rfc2307"}
     assert problems(**ad) == [
-        "ldap.yaml: directory.ldapSchema: only for kind ldap: Active Directory is read with sssd's ad schema; remove ldapSchema"]
+        "ldap.yaml:46: directory.ldapSchema: only for kind ldap: Active Directory is read with sssd's ad schema; remove ldapSchema"]
 
 
 def test_an_extra_setting_we_own_names_the_field_that_sets_it():
     found = problems(extraSssdConf={"ldap_schema": "rfc2307", "override_shell": "/bin/sh", "case_sensitive": "true"})
     assert found == [
-        "ldap.yaml: directory.extraSssdConf.case_sensitive: names are always case-insensitive and lowercased "
+        "ldap.yaml:49: directory.extraSssdConf.case_sensitive: names are always case-insensitive and lowercased "
         "(Slurm's accounting lowercases user names); remove it",
-        "ldap.yaml: directory.extraSssdConf.ldap_schema: set by slurmgen from directory.kind and directory.ldapSchema; "
+        "ldap.yaml:47: directory.extraSssdConf.ldap_schema: set by slurmgen from directory.kind and directory.ldapSchema; "
         "set those instead",
-        "ldap.yaml: directory.extraSssdConf.override_shell: set by slurmgen from directory.shell.override; set that instead",
+        "ldap.yaml:48: directory.extraSssdConf.override_shell: set by slurmgen from directory.shell.override; set that instead",
     ]
 
 
@@ -255,7 +255,7 @@ def test_names_are_case_insensitive_and_lowercased_for_both_kinds(kind):
 def test_a_mixed_case_user_name_is_refused_with_the_rule():
     top = {**POLICY, "policy": {**POLICY["policy"], "users": [{"name": "JSmith", "defaultAccount": "research"}]}}
     [line] = problems(top)
-    assert line.startswith("ldap.yaml: policy.users[JSmith].name: 'JSmith' must be a lowercase login name")
+    assert line.startswith("ldap.yaml:56: policy.users[JSmith].name: 'JSmith' must be a lowercase login name")
     assert "slurmdbd" in line and "case_sensitive = false" in line
 
 

@@ -56,7 +56,7 @@ def test_rules_yielding_index_paths_are_shown_name_keyed():
     with pytest.raises(SpecError) as err:
         loader._load(Path("c.yaml"), text, (*loader.rules_for(), rule))
     # THEN the formatter shows the item by its name
-    assert [str(p) for p in err.value.problems] == ["c.yaml: nodesets[big].instanceType: not offered"]
+    assert [str(p) for p in err.value.problems] == ["c.yaml:5: nodesets[big].instanceType: not offered"]
 
 
 def test_schema_errors_use_the_names_of_the_raw_spec():
@@ -66,4 +66,35 @@ def test_schema_errors_use_the_names_of_the_raw_spec():
     with pytest.raises(SpecError) as err:
         parse_text("c.yaml", text)
     # THEN the line names the nodeset
-    assert [str(p) for p in err.value.problems] == ["c.yaml: nodesets[gpu].replicas: expected an integer, got string 'two'"]
+    assert [str(p) for p in err.value.problems] == ["c.yaml:5: nodesets[gpu].replicas: expected an integer, got string 'two'"]
+
+
+def test_each_problem_names_the_line_that_writes_its_field(tmp_path):
+    """Issue 21 item 3: error lines read `FILE:LINE: path: message` where the file writes the field."""
+    text = MINIMAL_SPEC.replace("{name: gpu, instanceType: g5.xlarge}", "{name: gpu, instanceType: g5.nope}")
+    text += "metrics:\n  serviceMonitor:\n    labels: {app.kubernetes.io/name: 7}\nstorage:\n  fsx:\n    enabled: true\n"
+    # WHEN a spec with a wrong field, a label key holding dots and a missing key is loaded
+    with pytest.raises(SpecError) as err:
+        parse_text("c.yaml", text)
+    lines = {p.path: p.line for p in err.value.problems}
+    # THEN each names its own line: the key, the dotted key, and for a missing key its parent's
+    assert lines["nodesets[gpu].instanceType"] == 5
+    assert lines["metrics.serviceMonitor.labels.app.kubernetes.io/name"] == 9
+    assert lines["storage.fsx.zone"] == 11
+    assert "c.yaml:5: nodesets[gpu].instanceType: unknown instance type 'g5.nope'" in str(err.value)
+
+
+def test_a_field_from_an_extended_file_gets_no_line_of_the_spec(tmp_path):
+    # GIVEN a spec whose aws section comes from the file it extends, and a nodeset of its own
+    (tmp_path / "_base.yaml").write_text("aws: {region: us-west-2, eksClusterName: eks}\nstorage: {fsx: {enabled: true}}\n")
+    spec = tmp_path / "c.yaml"
+    spec.write_text("extends: _base.yaml\n" + MINIMAL_SPEC.replace("aws: {region: us-west-2, eksClusterName: eks}\n", "")
+                    .replace("g5.xlarge", "g5.nope") + "storage: {fsx: {mountPath: /fsx}}\n")
+    from slurmgen.spec import load_spec
+    with pytest.raises(SpecError) as err:
+        load_spec(spec)
+    lines = {p.path: p.line for p in err.value.problems}
+    # THEN the spec's own field has its line; a missing FSx key does not borrow the spec's storage line,
+    # since the file it extends may be where FSx was turned on
+    assert lines["nodesets[gpu].instanceType"] == 5
+    assert lines["storage.fsx.zone"] is None

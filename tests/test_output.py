@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 
 import pytest
 
@@ -56,3 +58,18 @@ def test_replace_without_atomic_exchange_still_ends_with_the_new_tree(tmp_path, 
     replace_dir(target, {"b.yaml": {"k": 2}})
     assert read_tree(target) == {"b.yaml": "k: 2\n"}
     assert [p.name for p in tmp_path.iterdir()] == ["example"]
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o755), (0o027, 0o750), (0o002, 0o775)])
+def test_a_new_cluster_folder_honours_the_umask(tmp_path, umask, mode):
+    """mkdtemp made the staging folder, and so dist/<cluster>/, 0700 whatever the umask (issue 21 item 7)."""
+    old = os.umask(umask)
+    try:
+        # WHEN two clusters are written (one of them by the helper thread)
+        output.write_all(tmp_path / "dist", {"a": {"x.yaml": {"k": 1}}, "b": {"y/z.yaml": {"k": 2}}})
+    finally:
+        os.umask(old)
+    # THEN their folders, like the folders and files inside, follow the umask as mkdir would
+    for folder in ("a", "b", "b/y"):
+        assert stat.S_IMODE((tmp_path / "dist" / folder).stat().st_mode) == mode, folder
+    assert stat.S_IMODE((tmp_path / "dist" / "a" / "x.yaml").stat().st_mode) == 0o666 & ~umask

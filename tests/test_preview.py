@@ -575,3 +575,79 @@ def test_the_efa_plugin_lands_on_exactly_the_efa_nodepools(locator):
     # AND rendered, it lands on that pool only (with the chart's type list it also landed on t-l4)
     result = preview_cluster(cluster, locator)
     assert [p for p in result.problems if "efa" in p] == []
+
+
+# --- issue 21 item 5: offline, each line names its own chart and source ------------------------
+
+def test_failed_pulls_name_each_charts_own_source(tmp_path, monkeypatch):
+    """Offline, the first failure used to be repeated for every chart (a ghcr.io chart "failed to fetch quay.io/...")."""
+    from slurmgen.preview import render_sources
+    from slurmgen.preview import charts
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    tried: list[str] = []
+
+    class NoNetwork:  # the SDK's pull, as it fails without a network: the error names what it fetched
+        @staticmethod
+        def pull(ref: str, repo_url: str = "", version: str = "", destination: Any = None) -> None:
+            tried.append(f"{repo_url} {ref} {version}".strip())
+            raise RuntimeError(f'failed to fetch {repo_url or ref}:{version}: lookup: no such host\nmore detail')
+
+    monkeypatch.setattr(charts, "helm_sdk", lambda: NoNetwork)
+
+    def source(app: str, repo: str, chart: str, version: str) -> HelmSource:
+        return HelmSource(application=app, repo_url=repo, chart=chart, version=version, release_name=app,
+                          namespace="ns", values={})
+
+    cert = source("t-cert-manager", "quay.io/jetstack/charts", "cert-manager", "v1.21.1")
+    crds = source("t-crds", "ghcr.io/slinkyproject/charts", "slurm-operator-crds", "1.2.1")
+    operator = source("t-operator", "ghcr.io/slinkyproject/charts", "slurm-operator", "1.2.1")
+    keda = source("t-keda", "https://kedacore.github.io/charts", "keda", "2.20.2")
+    locator = ChartLocator(chart_dir=None, pull=True)
+    # WHEN four charts from three registries cannot be pulled (and cert-manager is asked for twice, as in a fleet)
+    renders, _skipped, problems = render_sources("t", [cert, crds, operator, keda, cert], locator)
+    # THEN each registry is tried once, not once per chart (offline, each try waits for its own failure)
+    assert renders == [] and len(problems) == 5
+    assert tried == ["oci://quay.io/jetstack/charts/cert-manager v1.21.1",
+                     "oci://ghcr.io/slinkyproject/charts/slurm-operator-crds 1.2.1",
+                     "https://kedacore.github.io/charts keda 2.20.2"]
+    # AND every line names its own chart and where it comes from, never another chart's
+    why = [line.split("no chart source (", 1)[1].split("); unpack", 1)[0] for line in problems]
+    assert why == [
+        "SLURMGEN_CHART_DIR unset, not cached, pull of oci://quay.io/jetstack/charts/cert-manager:v1.21.1 failed "
+        "(failed to fetch oci://quay.io/jetstack/charts/cert-manager:v1.21.1: lookup: no such host)",
+        "SLURMGEN_CHART_DIR unset, not cached, pull of oci://ghcr.io/slinkyproject/charts/slurm-operator-crds:1.2.1 "
+        "failed (failed to fetch oci://ghcr.io/slinkyproject/charts/slurm-operator-crds:1.2.1: lookup: no such host)",
+        "SLURMGEN_CHART_DIR unset, not cached, oci://ghcr.io/slinkyproject/charts/slurm-operator:1.2.1 not pulled: "
+        "ghcr.io did not answer the pull of oci://ghcr.io/slinkyproject/charts/slurm-operator-crds:1.2.1 earlier in "
+        "this run",
+        "SLURMGEN_CHART_DIR unset, not cached, pull of https://kedacore.github.io/charts keda 2.20.2 failed "
+        "(failed to fetch https://kedacore.github.io/charts:2.20.2: lookup: no such host)",
+        "SLURMGEN_CHART_DIR unset, not cached, pull of oci://quay.io/jetstack/charts/cert-manager:v1.21.1 failed "
+        "earlier in this run (failed to fetch oci://quay.io/jetstack/charts/cert-manager:v1.21.1: lookup: no such "
+        "host)"]
+    assert locator.unreachable_hosts() == ["ghcr.io", "kedacore.github.io", "quay.io"]
+
+
+def test_cli_preview_offline_says_it_needs_the_registries_or_a_chart_folder(tmp_path, monkeypatch, capsys):
+    from slurmgen.cli import main
+    from slurmgen.preview import charts
+    from tests.conftest import MINIMAL_SPEC
+
+    class NoNetwork:
+        @staticmethod
+        def pull(ref: str, **_kw: Any) -> None:
+            raise RuntimeError(f"failed to fetch {ref}: no such host")
+
+    # GIVEN no chart folder, an empty cache, and registries that do not answer
+    monkeypatch.setattr(charts, "helm_sdk", lambda: NoNetwork)
+    monkeypatch.delenv("SLURMGEN_CHART_DIR", raising=False)
+    monkeypatch.setenv("SLURMGEN_CHART_PULL", "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    spec = tmp_path / "t.yaml"
+    spec.write_text(MINIMAL_SPEC)
+    # WHEN previewed THEN it fails, and says once what preview needs, naming the registries it tried
+    assert main(["--preview", "--spec", str(spec)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    hint = [line for line in err if line.startswith("preview: chart registries not reachable")]
+    assert len(hint) == 1 and "ghcr.io" in hint[0] and hint[0].endswith(
+        "--preview needs them, or a folder of unpacked charts as SLURMGEN_CHART_DIR")

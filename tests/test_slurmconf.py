@@ -105,8 +105,8 @@ def test_explain_prints_the_file_and_the_dynamic_nodes(capsys):
 
 
 @pytest.mark.parametrize("argv, line", [
-    (["--explain", "slurm.cnf"], "--explain: unknown file 'slurm.cnf' (one of cgroup.conf, gres.conf, slurm.conf, "
-                                 "slurmdbd.conf, topology.yaml)"),
+    (["--explain", "slurm.cnf"], "--explain: unknown name 'slurm.cnf' (one of cgroup.conf, gres.conf, identity, "
+                                 "slurm.conf, slurmdbd.conf, sssd.conf, topology.yaml)"),
     (["--explain", "slurm.conf", "--cluster", "nope"], "--cluster: no cluster 'nope' (rendered: example)"),
     (["--explain", "slurmdbd.conf", "--cluster", "t"], None),
 ])
@@ -119,6 +119,26 @@ def test_explain_refuses_an_unknown_file_or_cluster_with_one_line(argv, line, ca
         line = "t: slurmdbd.conf: not written for this cluster: accounting is disabled"
     assert main(["--spec", str(spec), *argv]) == 2
     assert capsys.readouterr().err.splitlines() == [line]
+
+
+def test_every_name_explain_accepts_is_listed_in_its_error_and_help(capsys, tmp_path):
+    """Issue 21 item 7: the unknown-name line listed five of the seven names (not sssd.conf, identity)."""
+    from slurmgen.cli import _parser, explain_names
+    from tests.conftest import MINIMAL_SPEC
+    spec = tmp_path / "t.yaml"
+    spec.write_text(MINIMAL_SPEC)
+    # GIVEN the names --explain accepts: each is accepted (never "unknown")
+    for name in explain_names():
+        main(["--spec", str(spec), "--explain", name])
+        assert "unknown" not in capsys.readouterr().err, name
+    # WHEN an unknown name is asked for THEN the line lists every one of them, and so does --help
+    assert main(["--spec", str(spec), "--explain", "nope"]) == 2
+    err = capsys.readouterr().err
+    help_text = " ".join(_parser().format_help().split())
+    for name in ("cgroup.conf", "gres.conf", "identity", "slurm.conf", "slurmdbd.conf", "sssd.conf", "topology.yaml"):
+        assert name in explain_names(), name
+        assert f"{name}," in err or f"{name})" in err, name
+        assert name in help_text, name
 
 
 # -- checks ---------------------------------------------------------------------------------------

@@ -45,8 +45,8 @@ def test_problems_of_all_files_are_reported_together(tmp_path: Path):
     with pytest.raises(SpecError) as err:
         load_specs(sorted(tmp_path.glob("*.yaml")))
     lines = [str(p) for p in err.value.problems]
-    assert any(line.startswith(f"{tmp_path / 'a.yaml'}: name:") for line in lines)
-    assert f"{tmp_path / 'b.yaml'}: nodesets[gpu].replica: unknown key; did you mean 'replicas'?" in lines
+    assert any(line.startswith(f"{tmp_path / 'a.yaml'}:2: name:") for line in lines)
+    assert f"{tmp_path / 'b.yaml'}:5: nodesets[gpu].replica: unknown key; did you mean 'replicas'?" in lines
 
 
 def test_two_files_with_the_same_cluster_name(tmp_path: Path):

@@ -38,3 +38,7 @@ def region_has_registry(spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield ("aws.region",
                f"no Amazon EKS add-on image registry is known for {region!r} (the EFA device plugin image comes "
                f"from it); add the Region to slurmgen/catalog/{DATA.name} from the AWS table it cites")
+
+
+# The spec sections it reads (spec/_checks.py run): it runs whenever those passed the schema.
+region_has_registry.reads = ("aws", "compute", "nodesets")  # type: ignore[attr-defined]

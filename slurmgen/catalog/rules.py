@@ -78,4 +78,7 @@ def catalog_rule(catalog: Mapping[str, InstanceType]) -> Callable[[dict[str, Any
     def rule(spec: dict[str, Any]) -> Iterator[Finding]:
         return nodesets_fit(spec, catalog)
     rule.__name__ = rule.__qualname__ = "nodesets_fit"
+    # The spec sections it reads (spec/_checks.py run): it still runs when another section fails the schema,
+    # so an unknown instance type is reported in the same run as, say, a bad aws.region.
+    rule.reads = ("compute", "nodesets")  # type: ignore[attr-defined]
     return rule

@@ -110,7 +110,7 @@ class ComputeChart(UnitChart):
 
 def plan_zones(spec: ClusterSpec, plan: NodeSetPlan) -> tuple[str, ...]:
     """Zones a nodeset's nodes may use: with FSx, its zone (no cross-zone Lustre traffic), unless the
-    nodeset lists zones of its own (which must include the FSx zone, spec/_checks.py fsx_settings):
+    nodeset lists zones of its own (which must include the FSx zone, spec/_checks.py fsx_zones):
     a spot nodeset spread over zones finds capacity more often, and pays cross-zone traffic for it."""
     fsx = spec.storage.fsx
     if fsx.enabled and fsx.zone and not plan.nodeset.own_zones:

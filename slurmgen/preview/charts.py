@@ -98,6 +98,31 @@ def cache_dir() -> Path:
     return user_cache_root() / "charts"
 
 
+def pull_reference(source: HelmSource) -> str:
+    """What a pull of this chart asks for, as a user would type it: `oci://host/path/chart:version` or `url chart version`.
+
+    Argo CD reads a scheme-less repoURL of a Helm source as an OCI registry.
+    """
+    if "://" in source.repo_url:
+        return f"{source.repo_url} {source.chart} {source.version}"
+    return f"oci://{source.repo_url}/{source.chart}:{source.version}"
+
+
+def registry_host(repo_url: str) -> str:
+    """The host a repoURL is served from (`https://a.b/c` and `a.b/c` -> `a.b`): pulls fail per host."""
+    rest = repo_url.split("://", 1)[-1]
+    return rest.split("/", 1)[0].lower()
+
+
+def sdk_pull(source: HelmSource, destination: Path) -> None:
+    """Pull one chart archive with the Helm SDK (OCI or HTTP repository)."""
+    helm = helm_sdk()
+    if "://" in source.repo_url:
+        helm.pull(source.chart, repo_url=source.repo_url, version=source.version, destination=destination)
+    else:  # Argo CD reads a scheme-less repoURL of a Helm source as an OCI registry
+        helm.pull(f"oci://{source.repo_url}/{source.chart}", version=source.version, destination=destination)
+
+
 @dataclass
 class ChartLocator:
     """Where charts are read from; one instance per run shares its renders across the fleet."""
@@ -105,7 +130,10 @@ class ChartLocator:
     chart_dir: Path | None = None
     pull: bool = False
     renders: dict[str, ChartRender] = field(default_factory=dict)  # one render per chart and values (fleets share them)
-    _offline: str | None = None  # the first pull failure: further pulls are not tried
+    # A failed pull per registry host: (what was pulled, first line of the error). Later charts of that
+    # host are not tried again (offline, each would wait for its own failure) but say whose pull failed,
+    # so every line names its own chart and source.
+    _failed_hosts: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def locate(self, source: HelmSource) -> tuple[Path | None, list[str], str]:
         """(chart path or None, notes, why not found)."""
@@ -120,18 +148,26 @@ class ChartLocator:
         archive = cache_dir() / f"{source.chart}-{source.version}.tgz"
         if archive.is_file():
             return archive, [], ""
-        if self.pull and self._offline is None:
+        where = unusable or (f"not in {self.chart_dir}" if self.chart_dir else "SLURMGEN_CHART_DIR unset")
+        why = f"{where}, not cached"
+        if not self.pull:
+            return None, [], why + ", pull off"
+        host, ref = registry_host(source.repo_url), pull_reference(source)
+        if host not in self._failed_hosts:
             try:
                 return self._pull(source, archive), [], ""
             except Exception as err:  # noqa: BLE001  (any SDK error means: not reachable now)
-                self._offline = str(err).splitlines()[0][:200]
-        where = unusable or (f"not in {self.chart_dir}" if self.chart_dir else "SLURMGEN_CHART_DIR unset")
-        why = f"{where}, not cached"
-        if self._offline:
-            why += f", repository not reachable ({self._offline})"
-        elif not self.pull:
-            why += ", pull off"
-        return None, [], why
+                self._failed_hosts[host] = (ref, str(err).strip().splitlines()[0][:200] if str(err).strip()
+                                            else type(err).__name__)
+                return None, [], f"{why}, pull of {ref} failed ({self._failed_hosts[host][1]})"
+        first, error = self._failed_hosts[host]
+        if first == ref:
+            return None, [], f"{why}, pull of {ref} failed earlier in this run ({error})"
+        return None, [], f"{why}, {ref} not pulled: {host} did not answer the pull of {first} earlier in this run"
+
+    def unreachable_hosts(self) -> list[str]:
+        """The registry hosts a pull failed from, sorted (for the run's closing hint)."""
+        return sorted(self._failed_hosts)
 
     def _from_folder(self, folder: Path, source: HelmSource) -> tuple[Path | None, list[str], str]:
         """The folder when its Chart.yaml is the pinned chart at the pinned version; else None and why.
@@ -153,14 +189,10 @@ class ChartLocator:
         return folder, [], ""
 
     def _pull(self, source: HelmSource, archive: Path) -> Path:
-        helm = helm_sdk()
         archive.parent.mkdir(parents=True, exist_ok=True)
-        if "://" in source.repo_url:
-            helm.pull(source.chart, repo_url=source.repo_url, version=source.version, destination=archive.parent)
-        else:  # Argo CD reads a scheme-less repoURL of a Helm source as an OCI registry
-            helm.pull(f"oci://{source.repo_url}/{source.chart}", version=source.version, destination=archive.parent)
+        sdk_pull(source, archive.parent)
         if not archive.is_file():
-            raise FileNotFoundError(f"pull wrote no {archive.name}")
+            raise FileNotFoundError(f"the pull wrote no {archive.name}")
         return archive
 
     def close(self) -> None:

@@ -159,13 +159,26 @@ def fsx_valid_size(deployment_type: str, size: int) -> bool:
     return size in (1200, 2400) or (size > 0 and size % step == 0)
 
 
+def _fsx_section_missing(mode: str, deployment: str) -> str:
+    """The missing mode section, with every key it needs: one run says all of it, and that static is the default."""
+    if mode == "static":
+        return ("mode static (the default: mount an existing file system) needs storage.fsx.static with fileSystemId, "
+                "dnsName and mountName; or set mode: dynamic to have the CSI driver create one")
+    needs = "subnetId and securityGroupIds"
+    if deployment in FSX_THROUGHPUT:
+        needs = (f"subnetId, securityGroupIds and perUnitStorageThroughput (one of "
+                 f"{', '.join(map(str, FSX_THROUGHPUT[deployment]))} for {deployment})")
+    return f"mode dynamic needs storage.fsx.dynamic with {needs}"
+
+
 def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
+    """The file system's own settings (mode section, size, zone, throughput, backups): storage only."""
     fsx = spec["storage"]["fsx"]
     if not fsx["enabled"]:
         return
     mode, other = fsx["mode"], "static" if fsx["mode"] == "dynamic" else "dynamic"
     if mode not in fsx:
-        yield f"storage.fsx.{mode}", f"mode {mode} needs a storage.fsx.{mode} section"
+        yield f"storage.fsx.{mode}", _fsx_section_missing(mode, fsx["deploymentType"])
     if other in fsx:
         yield f"storage.fsx.{other}", f"only used with mode: {other}; remove it or change mode"
     for key in ("sizeGiB", "zone"):
@@ -190,6 +203,14 @@ def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
     if backups and deployment.startswith("SCRATCH") and mode == "dynamic":
         yield ("storage.fsx.dynamic.automaticBackupRetentionDays",
                f"{deployment} file systems have no automatic backups; use a PERSISTENT type or remove it")
+
+
+def fsx_zones(spec: dict[str, Any]) -> Iterator[Finding]:
+    """The compute zones must include the FSx zone. Apart from fsx_settings, which reads only storage, so
+    a schema error in aws, compute or nodesets does not hide the file system's own problems."""
+    fsx = spec["storage"]["fsx"]
+    if not fsx["enabled"]:
+        return
     zone = fsx.get("zone")
     region = spec["aws"]["region"]
 
@@ -728,6 +749,7 @@ RULES: tuple[Rule, ...] = (
     reservations_match_capacity_type,
     ami_version_matches_family,
     fsx_settings,
+    fsx_zones,
     region_coherence,
     login_exposure,
     database_mode,
@@ -761,7 +783,8 @@ READS: dict[Rule, tuple[str, ...]] = {
     fair_share_needs_accounting: ("scheduling", "accounting"),
     reservations_match_capacity_type: ("nodesets",),
     ami_version_matches_family: ("compute",),
-    fsx_settings: ("storage", "nodesets", "compute", "aws"),
+    fsx_settings: ("storage",),
+    fsx_zones: ("storage", "nodesets", "compute", "aws"),
     region_coherence: ("aws", "compute", "nodesets", "storage", "secrets", "images", "gitops", "accounting"),
     login_exposure: ("login",),
     database_mode: ("accounting",),
@@ -784,11 +807,12 @@ EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule 
 def run(spec: dict[str, Any], rules: tuple[Rule, ...] = RULES, failed: frozenset[str] = frozenset()) -> list[Finding]:
     """All findings of the rules whose sections are schema-valid, in rule order.
 
-    `rules` is RULES plus the catalog rule (the loader passes both). `failed` names the top-level sections
-    with schema errors. A rule from another layer (the instance catalog) declares no sections, so it runs only when the whole spec passed the schema."""
+    `rules` is RULES plus the catalog rules (the loader passes both). `failed` names the top-level sections
+    with schema errors. A rule from another layer declares its sections as a `reads` attribute (the instance
+    catalog's, the Region's registry); one that declares none runs only when the whole spec passed the schema."""
     findings: list[Finding] = []
     for rule in rules:
-        reads = READS.get(rule)
+        reads = READS.get(rule) or getattr(rule, "reads", None)
         if failed and (reads is None or EVERYTHING in failed or failed.intersection(reads)):
             continue
         findings.extend(rule(spec))

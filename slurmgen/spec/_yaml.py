@@ -16,7 +16,7 @@ import yaml
 
 from .._input import MAX_BYTES, UnreadableFile, decode, read_text
 
-__all__ = ["MAX_BYTES", "UnreadableFile", "YamlSyntaxError", "decode", "load_yaml", "read_text"]
+__all__ = ["MAX_BYTES", "UnreadableFile", "YamlSyntaxError", "decode", "field_lines", "load_yaml", "read_text"]
 
 MAX_DEPTH = 32  # nested mappings/lists; the schema's deepest path is under 10
 MAX_ALIASES = 100  # `*ref` uses in one file
@@ -131,3 +131,51 @@ def _check_bounds(text: str) -> None:
         if total > MAX_EXPANDED_NODES:
             raise _fail(f"more than {MAX_EXPANDED_NODES:,} values, counting each alias as all it repeats; "
                         "a spec has a few hundred", event.start_mark)
+
+
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def field_lines(text: str) -> "FieldLines":
+    """Where `text` (which load_yaml accepted) writes each field: for error lines, built only on failure."""
+    try:
+        return FieldLines(yaml.compose(text, Loader=_Loader))
+    except yaml.YAMLError:
+        return FieldLines(None)
+
+
+class FieldLines:
+    """The 1-based line of a field path (`nodesets[0].instanceType`) in one YAML file's node tree."""
+
+    def __init__(self, root: yaml.Node | None) -> None:
+        self.root = root
+
+    def line(self, path: str, *, nearest: bool) -> int | None:
+        """The line of the key (or list item) at `path`; for a field the file does not write, the line of
+        its deepest written parent when `nearest` (a missing key belongs there), else None. None for ""."""
+        node, line, pos = self.root, None, 0
+        while pos < len(path) and node is not None:
+            if path[pos] == ".":
+                pos += 1
+                continue
+            index = _INDEX.match(path, pos)
+            if index:
+                i = int(index.group(1))
+                if not (isinstance(node, yaml.SequenceNode) and i < len(node.value)):
+                    return line if nearest else None
+                node, pos = node.value[i], index.end()
+                line = node.start_mark.line + 1
+                continue
+            if not isinstance(node, yaml.MappingNode):
+                return line if nearest else None
+            keys = {k.value: (k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+            parts = re.match(r"[^\[]*", path[pos:]).group(0).split(".")  # type: ignore[union-attr]
+            for count in range(len(parts), 0, -1):  # a key may hold dots (label keys): longest first
+                key = ".".join(parts[:count])
+                if key in keys:
+                    key_node, node = keys[key]
+                    line, pos = key_node.start_mark.line + 1, pos + len(key)
+                    break
+            else:
+                return line if nearest else None
+        return line

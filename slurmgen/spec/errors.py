@@ -9,15 +9,20 @@ from typing import Any, Iterable
 
 @dataclass(frozen=True, order=True)
 class Problem:
-    """One thing wrong with one spec file, with the field path and the fix."""
+    """One thing wrong with one spec file, with the field path and the fix.
+
+    `line` (1-based) is where the file writes that field, when it does: `FILE:LINE: path: message`,
+    the form editors and CI annotations jump to."""
 
     file: str
     path: str
     message: str
+    line: int | None = None
 
     def __str__(self) -> str:
         where = f"{self.path}: " if self.path else ""
-        return f"{self.file}: {where}{self.message}"
+        at = f":{self.line}" if self.line is not None else ""
+        return f"{self.file}{at}: {where}{self.message}"
 
 
 class SpecError(Exception):

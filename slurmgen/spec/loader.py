@@ -16,7 +16,7 @@ from .. import secrets_scan
 from . import _checks, _schema, _text
 from . import _topology as _topology_rules
 from .errors import dotted
-from ._yaml import UnreadableFile, YamlSyntaxError, load_yaml, read_text
+from ._yaml import UnreadableFile, YamlSyntaxError, field_lines, load_yaml, read_text
 from .errors import Problem, SpecError, name_keyed
 from .model import (
     Accounting, AwsIdentity, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, Directory, FairShare, Fsx, GitOpsSettings, Images,
@@ -99,10 +99,15 @@ def _load(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> ClusterSpec
 def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[str, Any]:
     """The spec's merged, defaulted data once every check passed; SpecError with every problem otherwise."""
     source = str(path)
+    extends = False
 
     def fail(findings: Iterable[tuple[str, str]], data: Any = None) -> SpecError:
-        # Every finding leaves here: index paths become the item names the user wrote.
-        return SpecError(Problem(source, name_keyed(p, data), m) for p, m in findings)
+        # Every finding leaves here: index paths become the item names the user wrote, with the line
+        # that writes the field. A field this file does not write gets its parent's line, unless the
+        # spec extends another file (the field may come from there).
+        lines = field_lines(text) if data is not None else None
+        return SpecError(Problem(source, name_keyed(p, data), m, lines.line(p, nearest=not extends) if lines else None)
+                         for p, m in findings)
 
     try:
         data = load_yaml(text)
@@ -113,11 +118,12 @@ def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[st
     if not isinstance(data, dict):
         raise fail([("", f"expected a mapping of spec keys at the top level, got {_schema._describe(data)}")])
     if "extends" in data:
+        extends = True
         data = _extend(path, data, (path.resolve(),))
     version = data.get("schemaVersion")
     if isinstance(version, int) and not isinstance(version, bool) and version > _schema.schema_version():
         raise fail([("schemaVersion", f"{version} is newer than this generator reads "
-                                      f"({_schema.schema_version()}); upgrade slurmgen")])
+                                      f"({_schema.schema_version()}); upgrade slurmgen")], data)
     unsafe = list(_text.unsafe_values(data))
     if unsafe:
         # Before the schema: a pattern would also fail on these, for the same reason, twice.

@@ -112,7 +112,7 @@ def test_unknown_type_says_where_to_add_it_and_a_bad_site_csv_names_its_line(tmp
     with pytest.raises(InputError) as err:
         run([spec])
     assert err.value.lines == [
-        f"{spec}: nodesets[own].instanceType: unknown instance type 'zz1.24xlarge': not in the catalog "
+        f"{spec}:8: nodesets[own].instanceType: unknown instance type 'zz1.24xlarge': not in the catalog "
         "(Karpenter v1.14.1 reference); add it to clusters/instance-types.csv; "
         "did you mean z1d.2xlarge, z1d.12xlarge, vt1.24xlarge?"]
     (folder / "instance-types.csv").write_text(f"{HEADER}\nzz1.24xlarge,96,lots,amd64,737,,0,,0,0,0,site\n",
@@ -166,7 +166,7 @@ def test_parse_text_checks_instance_types_without_importing_the_planner() -> Non
     # then it is refused, and slurmgen.plan was never imported
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("x.yaml: nodesets[gpu].instanceType: unknown instance type 'nope.xlarge': not in the catalog")
+    assert lines[0].startswith("x.yaml:5: nodesets[gpu].instanceType: unknown instance type 'nope.xlarge': not in the catalog")
     assert lines[-1] == "plan imported: False"
 
 

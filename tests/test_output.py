@@ -56,3 +56,28 @@ def test_replace_without_atomic_exchange_still_ends_with_the_new_tree(tmp_path, 
     replace_dir(target, {"b.yaml": {"k": 2}})
     assert read_tree(target) == {"b.yaml": "k: 2\n"}
     assert [p.name for p in tmp_path.iterdir()] == ["example"]
+
+
+@pytest.mark.parametrize("rel", ["../escape.yaml", "/tmp/abs.yaml", "a/../../escape.yaml", "a//b.yaml", "./a.yaml"])
+def test_write_tree_refuses_names_outside_its_folder(tmp_path, rel):
+    # GIVEN a name that would leave the folder (a render cache entry can name anything)
+    root = tmp_path / "a" / "b"
+    root.mkdir(parents=True)
+    # WHEN written THEN refused, one line, nothing written anywhere
+    with pytest.raises(output.OutputError) as err:
+        output.write_tree(root, {rel: "kind: ConfigMap\n"})
+    assert len(err.value.lines) == 1 and "refusing to write" in err.value.lines[0]
+    assert not (tmp_path / "a" / "escape.yaml").exists() and not (tmp_path / "escape.yaml").exists()
+
+
+def test_write_tree_never_writes_through_a_link_in_its_folder(tmp_path):
+    # GIVEN a link already where a file is to be written
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "x.yaml").symlink_to(victim)
+    # WHEN the tree is written THEN it fails and the link's target is untouched
+    with pytest.raises(FileExistsError):
+        output.write_tree(root, {"x.yaml": "kind: ConfigMap\n"})
+    assert victim.read_text() == "precious\n"

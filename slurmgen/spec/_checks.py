@@ -113,6 +113,36 @@ def no_reserved_slurm_names(spec: dict[str, Any]) -> Iterator[Finding]:
             yield f"partitions[{index}].name", "'default' is reserved by Slurm; set default: true on a partition instead"
 
 
+# Names that belong to Kubernetes or Argo CD, the one list the spec is checked against (issue 23 B).
+# Kubernetes creates these namespaces itself (kube-apiserver's system namespaces controller:
+# default, kube-system, kube-public, kube-node-lease); Argo CD installs into `argocd` and creates
+# the AppProject `default` every Application without a project uses (argo-cd v3
+# server/project, pkg/apis/application/v1alpha1 DefaultAppProjectName). A Slurm or monitoring
+# namespace among them opens that namespace to the children (the AppProject lists them as
+# destinations); a cluster named like Argo CD's project replaces it (each cluster's AppProject is
+# named after the cluster, naming.project).
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "argocd")
+ARGOCD_PROJECTS = ("default",)
+_NAMESPACE_FIELDS = (("slurm", "namespace"), ("slurm", "operatorNamespace"),
+                     ("monitoring", "kubePrometheusStack", "namespace"))
+
+
+def no_names_of_others(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Refuse a cluster name that is Argo CD's own project and namespaces of Kubernetes or Argo CD."""
+    if spec["name"] in ARGOCD_PROJECTS:
+        yield "name", (f"{spec['name']!r} is Argo CD's own AppProject (every team's Applications use it); "
+                       "name the cluster something else")
+    argocd = spec["gitops"]["argocdNamespace"]
+    taken = {*SYSTEM_NAMESPACES, argocd}
+    for path in _NAMESPACE_FIELDS:
+        value: Any = spec
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, str) and value in taken:
+            owner = "Argo CD's namespace" if value in (argocd, "argocd") else "a Kubernetes system namespace"
+            yield ".".join(path), f"{value!r} is {owner}; pick a namespace of the cluster's own"
+
+
 def extra_conf_overrides(spec: dict[str, Any]) -> Iterator[Finding]:
     """Keys the generator owns must not be smuggled in through the free-form maps."""
     owned_partition = {"Nodes", "Default", "MaxTime", "PriorityTier", "PartitionName"}
@@ -723,6 +753,7 @@ RULES: tuple[Rule, ...] = (
     features_are_not_nodeset_names,
     every_nodeset_in_a_partition,
     no_reserved_slurm_names,
+    no_names_of_others,
     extra_conf_overrides,
     fair_share_needs_accounting,
     reservations_match_capacity_type,
@@ -757,6 +788,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     features_are_not_nodeset_names: ("nodesets",),
     every_nodeset_in_a_partition: ("nodesets", "partitions"),
     no_reserved_slurm_names: ("nodesets", "partitions"),
+    no_names_of_others: ("name", "gitops", "slurm", "monitoring"),
     extra_conf_overrides: ("nodesets", "partitions"),
     fair_share_needs_accounting: ("scheduling", "accounting"),
     reservations_match_capacity_type: ("nodesets",),

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from ..quantity import memory_mib
 from ._images import pinned_slurm_images
+from ._slurm import COMMENT, slurm_key, slurm_keys
 from ._topology import topology_rules
 from .arn import AMP_HOST, AMP_URL, role_problems
 
@@ -73,10 +74,10 @@ def partition_references(spec: dict[str, Any]) -> Iterator[Finding]:
 def features_are_not_nodeset_names(spec: dict[str, Any]) -> Iterator[Finding]:
     """A feature named like another nodeset would pull these nodes into that nodeset: Slurm NodeSets
     are defined by feature (`NodeSet=<n> Feature=<n>`), and every node carries its nodeset's name."""
-    names = {ns["name"] for ns in spec["nodesets"]}
+    names = {ns["name"].casefold() for ns in spec["nodesets"]}
     for index, ns in enumerate(spec["nodesets"]):
         for f_index, feature in enumerate(ns["features"]):
-            if feature in names and feature != ns["name"]:
+            if feature.casefold() in names and feature.casefold() != ns["name"].casefold():
                 yield (f"nodesets[{index}].features[{f_index}]",
                        f"{feature!r} is another nodeset's name; its partitions would take these nodes too")
 
@@ -145,14 +146,78 @@ def no_names_of_others(spec: dict[str, Any]) -> Iterator[Finding]:
 
 def extra_conf_overrides(spec: dict[str, Any]) -> Iterator[Finding]:
     """Keys the generator owns must not be smuggled in through the free-form maps."""
-    owned_partition = {"Nodes", "Default", "MaxTime", "PriorityTier", "PartitionName"}
+    owned_partition = slurm_keys({"Nodes", "Default", "MaxTime", "PriorityTier", "PartitionName"})
     for index, part in enumerate(spec["partitions"]):
-        for key in sorted(set(part["extraConfig"]) & owned_partition):
+        for key in sorted(k for k in part["extraConfig"] if slurm_key(k) in owned_partition):
             yield f"partitions[{index}].extraConfig.{key}", f"{key} is set by the generator; use the partition's own field"
-    owned_node = {"Gres", "NodeName", "Features", "Feature"}
+    owned_node = slurm_keys({"Gres", "NodeName", "Features", "Feature"})
     for index, ns in enumerate(spec["nodesets"]):
-        for key in sorted(set(ns["extraSlurmdConf"]) & owned_node):
+        for key in sorted(k for k in ns["extraSlurmdConf"] if slurm_key(k) in owned_node):
             yield f"nodesets[{index}].extraSlurmdConf.{key}", f"{key} is set by the generator; use features / gpusPerPod"
+
+
+def slurm_values(spec: dict[str, Any]) -> Iterator[Finding]:
+    """The one check of what reaches Slurm's parser as free text (extra node and partition
+    parameters, extra slurm.conf lines): no `#` (a comment there drops every key after it) and no
+    key given twice in two spellings (Slurm keys ignore case; _slurm.py)."""
+    maps = [(f"nodesets[{i}].extraSlurmdConf", ns["extraSlurmdConf"]) for i, ns in enumerate(spec["nodesets"])]
+    maps += [(f"partitions[{i}].extraConfig", p["extraConfig"]) for i, p in enumerate(spec["partitions"])]
+    for where, params in maps:
+        seen: dict[str, str] = {}
+        for key, value in params.items():
+            if slurm_key(key) in seen:
+                yield f"{where}.{key}", f"the same Slurm key as {seen[slurm_key(key)]} (Slurm keys ignore case); keep one"
+            seen.setdefault(slurm_key(key), key)
+            if COMMENT in str(value):
+                yield f"{where}.{key}", _COMMENT_FIX
+    for index, line in enumerate(spec["controller"]["extraConf"]):
+        if COMMENT in line:
+            yield f"controller.extraConf[{index}]", _COMMENT_FIX
+
+
+_COMMENT_FIX = "holds '#', where Slurm starts a comment and drops every key after it; remove it"
+# sacctmgr flat files (charts/policy.py): `#` starts a comment there too (a cut line makes `sacctmgr
+# load` fatal), and the Job reads `sacctmgr -nP` output split on `|`; `'`, `:`, `"` and line breaks
+# are refused by the schema's pattern. `[slurmgen ` is the ownership mark (policy.mark) the Job
+# deletes entities by: a description must not claim another cluster's.
+_FLAT_FILE_SPECIAL = ("#", "|")
+OWNER_MARK = "[slurmgen"
+
+
+def flat_file_values(spec: dict[str, Any]) -> Iterator[Finding]:
+    """The one check of the free text that reaches the accounts flat file: QoS and account descriptions, organizations."""
+    policy = spec.get("policy") or {}
+    fields = [(f"policy.qos[{i}].description", q.get("description")) for i, q in enumerate(policy.get("qos", []))]
+    for i, acct in enumerate(policy.get("accounts", [])):
+        fields += [(f"policy.accounts[{i}].description", acct.get("description")),
+                   (f"policy.accounts[{i}].organization", acct.get("organization"))]
+    for where, text in fields:
+        if not isinstance(text, str):
+            continue
+        special = [c for c in _FLAT_FILE_SPECIAL if c in text]
+        if special:
+            yield where, (f"holds {' and '.join(repr(c) for c in special)}, which the sacctmgr flat file and the "
+                          "accounts Job read as a comment or separator; remove it")
+        if OWNER_MARK in text.casefold():
+            yield where, f"holds {OWNER_MARK!r}, slurmgen's mark of the entities a cluster owns; remove it"
+
+
+# sshd reads `Match` blocks to the end of the file, and `Include` pulls in other files: after our
+# key-only lines either could switch passwords or root login back on for some connections
+# (sshd_config(5): "If a keyword appears in multiple Match blocks ... the first"; a Match line
+# applies until the next Match or the end). Keywords are case-insensitive.
+_SSHD_REFUSED = ("match", "include")
+
+
+def sshd_extra_config(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Refuse `Match` and `Include` in login.extraSshdConfig: only global keywords, which sshd keeps
+    first-come, so ours (before it) hold."""
+    text = spec["login"].get("extraSshdConfig") or ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        words = line.replace("=", " ").split(None, 1)
+        if words and words[0].casefold() in _SSHD_REFUSED:
+            yield ("login.extraSshdConfig", f"line {number}: {words[0]} is refused: it would apply after slurmgen's "
+                   "lines and could re-enable passwords or root login; use global keywords only")
 
 
 def fair_share_needs_accounting(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -637,6 +702,13 @@ DIRECTORY_OWNED_KEYS: dict[str, str] = {
     "simple_allow_groups": "set by slurmgen from directory.access.allowedGroups; set that instead",
     "override_homedir": "set by slurmgen from directory.homes.path; set that instead",
     "override_shell": "set by slurmgen from directory.shell.override; set that instead",
+    # What the directory section promises, which sssd would otherwise let a later key undo
+    # (sssd-ldap(5), sssd-simple(5)): the access filter is checked only while ldap_access_order
+    # holds `filter`; simple_allow_users admits users beside the allowed groups; the TLS opt-out
+    # sends the bind password in clear.
+    "ldap_access_order": "slurmgen relies on sssd's default (filter) so directory.access.filter holds; remove it",
+    "simple_allow_users": "who may log in is directory.access (allowedGroups or filter); set that instead",
+    "ldap_auth_disable_tls_never_use_in_production": "TLS is directory.tls.mode; remove it",
     "case_sensitive": ("names are always case-insensitive and lowercased (Slurm's accounting lowercases user names); "
                        "remove it"),
 }
@@ -754,6 +826,9 @@ RULES: tuple[Rule, ...] = (
     every_nodeset_in_a_partition,
     no_reserved_slurm_names,
     no_names_of_others,
+    slurm_values,
+    flat_file_values,
+    sshd_extra_config,
     extra_conf_overrides,
     fair_share_needs_accounting,
     reservations_match_capacity_type,
@@ -789,6 +864,9 @@ READS: dict[Rule, tuple[str, ...]] = {
     every_nodeset_in_a_partition: ("nodesets", "partitions"),
     no_reserved_slurm_names: ("nodesets", "partitions"),
     no_names_of_others: ("name", "gitops", "slurm", "monitoring"),
+    slurm_values: ("nodesets", "partitions", "controller"),
+    flat_file_values: ("policy",),
+    sshd_extra_config: ("login",),
     extra_conf_overrides: ("nodesets", "partitions"),
     fair_share_needs_accounting: ("scheduling", "accounting"),
     reservations_match_capacity_type: ("nodesets",),

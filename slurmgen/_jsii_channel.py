@@ -54,13 +54,16 @@ NODE_FLAGS = ("--max-old-space-size=4069", "--max-semi-space-size=2")
 #: How the kernel is started (`sh -c EXEC node FLAGS... program.js`): fd 3 becomes the socket we
 #: pass as its stdin, its stdin then reads nothing, and its stdout joins its stderr.
 EXEC = 'exec "$0" "$@" 3<&0 </dev/null 1>&2'
+#: The shell, by absolute path: looked up on PATH, an `sh` planted in any PATH folder (the
+#: repository's node_modules/.bin, a tool folder) would run on every synth. POSIX systems have it.
+SHELL = "/bin/sh"
 
 
 def _allowed() -> bool:
     """No opt-out, no kernel runtime of the user's, and a shell to start the kernel with."""
     if os.environ.get("SLURMGEN_JSII_RELAY") == "1" or os.environ.get("JSII_RUNTIME"):
         return False
-    return shutil.which("sh") is not None
+    return os.access(SHELL, os.X_OK)
 
 
 def _pinned() -> bool:
@@ -102,6 +105,16 @@ def _node(env: dict[str, str]) -> str:
     if found is None:
         raise FileNotFoundError(errno.ENOENT, "No such file or directory (JSII_NODE or PATH)", node)
     return found
+
+
+def node_problem(environ: Mapping[str, str] = os.environ) -> str | None:
+    """One line when the Node.js cdk8s needs cannot be found (JSII_NODE, else `node` on PATH), else None:
+    checked before anything starts, so a missing Node is a line, not a traceback from an import."""
+    node = environ.get("JSII_NODE", "node")
+    if shutil.which(node, path=environ.get("PATH")) is not None:
+        return None
+    where = f"JSII_NODE={node!r}" if "JSII_NODE" in environ else "`node` on PATH"
+    return f"Node.js not found ({where}): cdk8s runs on it; install Node.js or set JSII_NODE to its path"
 
 
 #: The kernel this process started (jsii starts one per process), for stop_kernel.
@@ -162,7 +175,7 @@ def _start(self: Any) -> None:
     ours, theirs = socket.socketpair()
     with theirs:
         self._process = subprocess.Popen(
-            ["sh", "-c", EXEC, node, *NODE_FLAGS, "--preserve-symlinks", str(program)],
+            [SHELL, "-c", EXEC, node, *NODE_FLAGS, "--preserve-symlinks", str(program)],
             stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     self._socket = ours
     # jsii reads replies with stdout.readline() and writes requests to stdin; stop() closes both.

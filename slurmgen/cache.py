@@ -45,11 +45,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-import yaml
 
 from ._input import UnreadableFile, read_text
 from .catalog.catalog import SITE_CSV_MAX_BYTES
 from .output import unsafe_relative_path
+from .spec._yaml import YamlSyntaxError, load_yaml
 
 FORMAT = 5  # bump when the entry layout changes (3: the validated spec data; 4: the shared names; 5: HMAC)
 KEY_FILE = "key"  # the per-user HMAC key in the cache folder
@@ -58,7 +58,6 @@ KEEP_PER_CLUSTER = 4  # entries kept per cluster name (others are removed when a
 PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
 LOCK_FILES = (REPO / "requirements.txt", REPO / "package-lock.json")
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def user_cache_root() -> Path:
@@ -195,8 +194,8 @@ def extends_chain(path: Path) -> list[Path] | None:
                 # no key named extends: nothing to follow (and no YAML to parse). Not with a
                 # backslash: a double-quoted key spelt with escapes ("ext\x65nds") is `extends` too.
                 return True
-            data = yaml.load(text, Loader=_LOADER)
-        except (OSError, UnreadableFile, yaml.YAMLError, UnicodeDecodeError):
+            data = load_yaml(text)  # the loader's own bounded reader: an alias bomb costs no more here
+        except (OSError, UnreadableFile, YamlSyntaxError, UnicodeDecodeError):
             return False
         bases = data.get("extends") if isinstance(data, dict) else None
         if bases is None:

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
+from .. import naming
 from ..quantity import memory_mib
 from ._images import pinned_slurm_images
 from ._slurm import COMMENT, slurm_key, slurm_keys
@@ -144,6 +145,58 @@ def no_names_of_others(spec: dict[str, Any]) -> Iterator[Finding]:
             yield ".".join(path), f"{value!r} is {owner}; pick a namespace of the cluster's own"
 
 
+LABEL_MAX = 63  # a label value (and a DNS label): Kubernetes' apimachinery validation IsValidLabelValue
+
+
+def derived_names_fit(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Names derived from the cluster's that become label values must fit in 63 characters: the
+    root Application's name (app.kubernetes.io/part-of on every Application) and each NodePool's
+    (Karpenter labels its nodes karpenter.sh/nodepool=<name>; the NodeSet selects on it)."""
+    name = spec["name"]
+    root = naming.root_application(name)
+    if len(root) > LABEL_MAX:
+        yield "name", (f"{name!r} makes the label value {root!r} ({len(root)} characters, at most {LABEL_MAX}); "
+                       f"use at most {LABEL_MAX - len(root) + len(name)} characters")
+    for index, ns in enumerate(spec["nodesets"]):
+        pool = naming.nodepool(name, ns["name"])
+        if len(pool) > LABEL_MAX:
+            yield f"nodesets[{index}].name", (f"NodePool {pool!r} is {len(pool)} characters, and Karpenter puts it in "
+                                              f"a node label (at most {LABEL_MAX}); shorten the cluster or nodeset name")
+
+
+# An image reference as the kubelet parses it (github.com/distribution/reference v0.6.0 regexp.go:
+# domain components, path components separated by one `.`, `_`, `__` or dashes, tag, digest); the
+# schema's pattern is wider (it takes `a..b/x` and `./x`), which the kubelet refuses (InvalidImageName).
+_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
+_NAME = rf"(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?/)?{_PATH_PART}(?:/{_PATH_PART})*"
+_IMAGE_REF = re.compile(rf"{_NAME}(?::[\w][\w.-]{{0,127}})?(?:@sha256:[0-9a-f]{{64}})?")
+_REGISTRY = re.compile(rf"{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?(?:/{_PATH_PART})*")
+
+
+def image_references(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Every image reference (and the Slurm registry prefix) in the grammar the kubelet reads."""
+    images = spec["images"]
+    refs = [("images.sidecar", images.get("sidecar"))]
+    refs += [(f"images.overrides.{k}", v) for k, v in sorted(images.get("overrides", {}).items())]
+    refs += [(f"nodesets[{i}].image", ns.get("image")) for i, ns in enumerate(spec["nodesets"])]
+    refs += [("topology.labelerImage", (spec.get("topology") or {}).get("labelerImage"))]
+    for where, ref in refs:
+        if isinstance(ref, str) and (not _IMAGE_REF.fullmatch(ref) or len(ref.split("@")[0].rsplit(":", 1)[0]) > 255):
+            yield where, f"{ref!r} is not an image reference the kubelet can pull (empty, '..' or doubled separators)"
+    registry = images.get("registry")
+    if isinstance(registry, str) and not _REGISTRY.fullmatch(registry):
+        yield "images.registry", f"{registry!r} is not a registry and path an image can start with ('..' or doubled separators)"
+
+
+def gitops_path(spec: dict[str, Any]) -> Iterator[Finding]:
+    """gitops.path names a folder inside the repository: no `.` or `..` part (Argo CD resolves the
+    Application's path inside the checkout and refuses one that leaves it)."""
+    path = spec["gitops"]["path"]
+    if any(part in (".", "..") for part in path.split("/")):
+        yield "gitops.path", f"{path!r} holds '.' or '..'; name the folder from the repository's root (e.g. dist)"
+
+
 def extra_conf_overrides(spec: dict[str, Any]) -> Iterator[Finding]:
     """Keys the generator owns must not be smuggled in through the free-form maps."""
     owned_partition = slurm_keys({"Nodes", "Default", "MaxTime", "PriorityTier", "PartitionName"})
@@ -181,6 +234,11 @@ _COMMENT_FIX = "holds '#', where Slurm starts a comment and drops every key afte
 # are refused by the schema's pattern. `[slurmgen ` is the ownership mark (policy.mark) the Job
 # deletes entities by: a description must not claim another cluster's.
 _FLAT_FILE_SPECIAL = ("#", "|")
+# slurmdbd stores descriptions and organizations in MySQL `tinytext` columns (255 bytes; acct_table
+# and qos_table in src/plugins/accounting_storage/mysql/accounting_storage_mysql.c): a longer one is
+# refused or cut, cutting the ownership mark appended to it; and a long text would grow the
+# accounts ConfigMap toward the API server's 1 MiB limit.
+TEXT_COLUMN_BYTES = 255
 OWNER_MARK = "[slurmgen"
 
 
@@ -200,6 +258,10 @@ def flat_file_values(spec: dict[str, Any]) -> Iterator[Finding]:
                           "accounts Job read as a comment or separator; remove it")
         if OWNER_MARK in text.casefold():
             yield where, f"holds {OWNER_MARK!r}, slurmgen's mark of the entities a cluster owns; remove it"
+        room = TEXT_COLUMN_BYTES - len(f" {OWNER_MARK} {spec['slurm']['clusterName']}]".encode())
+        if len(text.encode()) > room:
+            yield where, (f"{len(text.encode())} bytes; slurmdbd keeps {TEXT_COLUMN_BYTES} with slurmgen's mark, "
+                          f"so at most {room}")
 
 
 # sshd reads `Match` blocks to the end of the file, and `Include` pulls in other files: after our
@@ -826,6 +888,9 @@ RULES: tuple[Rule, ...] = (
     every_nodeset_in_a_partition,
     no_reserved_slurm_names,
     no_names_of_others,
+    derived_names_fit,
+    image_references,
+    gitops_path,
     slurm_values,
     flat_file_values,
     sshd_extra_config,
@@ -864,8 +929,11 @@ READS: dict[Rule, tuple[str, ...]] = {
     every_nodeset_in_a_partition: ("nodesets", "partitions"),
     no_reserved_slurm_names: ("nodesets", "partitions"),
     no_names_of_others: ("name", "gitops", "slurm", "monitoring"),
+    derived_names_fit: ("name", "nodesets"),
+    image_references: ("images", "nodesets", "topology"),
+    gitops_path: ("gitops",),
     slurm_values: ("nodesets", "partitions", "controller"),
-    flat_file_values: ("policy",),
+    flat_file_values: ("policy", "slurm"),
     sshd_extra_config: ("login",),
     extra_conf_overrides: ("nodesets", "partitions"),
     fair_share_needs_accounting: ("scheduling", "accounting"),

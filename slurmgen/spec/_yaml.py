@@ -106,13 +106,18 @@ class Bounds:
     aliases: int = MAX_ALIASES
     nodes: int = MAX_EXPANDED_NODES
     number_chars: int = MAX_NUMBER_CHARS
+    yaml11_numbers: bool = True  # refuse plain 010 (octal 8) and 1:30 (base 60: 90)
 
 
 SPEC_BOUNDS = Bounds()
 # Files that are not specs (rendered objects in dist/, the summary's base, Chart.yaml and values.yaml
 # of a --preview chart folder, --crd-dir schemas): CRD schemas nest ~60 levels and run to megabytes,
 # numbers stay below int()'s 4,300 digits; aliases are as rare as in a spec.
-DOCUMENT_BOUNDS = Bounds(depth=256, aliases=MAX_ALIASES, nodes=5_000_000, number_chars=4000)
+DOCUMENT_BOUNDS = Bounds(depth=256, aliases=MAX_ALIASES, nodes=5_000_000, number_chars=4000, yaml11_numbers=False)
+# YAML 1.1 integers PyYAML reads that YAML 1.2 (and every reader of the spec who is not a parser)
+# does not: a leading 0 is octal (`010` is 8) and colons are base 60 (`1:30` is 90). In a spec a
+# plain scalar spelt so is refused: write the decimal, or quote it when it is text (a duration).
+_YAML11_INT = re.compile(r"[-+]?(0[0-7_]+|[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?)")
 
 
 class DocumentError(yaml.YAMLError):
@@ -180,6 +185,10 @@ def _check_bounds(text: str, bounds: Bounds = SPEC_BOUNDS) -> None:
             if (not event.style and len(event.value) > bounds.number_chars and _NUMBER.fullmatch(event.value)):
                 raise _fail(f"a number of {len(event.value)} characters; at most {bounds.number_chars} "
                             "(quote it if it is text)", event.start_mark)
+            if bounds.yaml11_numbers and not event.style and _YAML11_INT.fullmatch(event.value):
+                why = "colons count in base 60" if ":" in event.value else "a leading 0 makes it octal"
+                raise _fail(f"{event.value} reads as the YAML 1.1 number {yaml.safe_load(event.value)} ({why}); "
+                            "write the decimal, or quote it if it is text", event.start_mark)
         elif isinstance(event, yaml.AliasEvent):
             aliases += 1
             if aliases > bounds.aliases:

@@ -26,8 +26,14 @@ def read_text(path: Path, *, max_bytes: int = MAX_BYTES, advice: str = SPEC_ADVI
 
     Opened non-blocking and checked with fstat before reading, so a FIFO never blocks and
     /dev/zero is never read; the read itself is capped. OSError propagates (the caller names it).
+    A symbolic link is never followed (O_NOFOLLOW): a spec or instance-types.csv committed as a
+    link to ~/.aws/credentials must not be read, and its text then quoted in an error in CI logs.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    if os.path.islink(path):
+        raise UnreadableFile("is a symbolic link; inputs are read only as regular files, never through a link "
+                             "(copy the file, or name a shared spec in extends:)")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                 | getattr(os, "O_NOFOLLOW", 0))
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

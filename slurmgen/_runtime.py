@@ -8,7 +8,9 @@ no end-of-life banner.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
+from typing import Mapping
 
 
 def configure() -> None:
@@ -28,3 +30,13 @@ def configure() -> None:
     # default let garbage pile up (~65 MB per kernel, docs/benchmark.md). Node reads NODE_OPTIONS
     # itself; a user's own setting wins.
     os.environ.setdefault("NODE_OPTIONS", "--max-semi-space-size=2")
+
+
+def node_problem(environ: Mapping[str, str] = os.environ) -> str | None:
+    """One line when the Node.js cdk8s needs cannot be found (JSII_NODE, else `node` on PATH), else None:
+    checked before anything starts, so a missing Node is a line, not a traceback from an import."""
+    node = environ.get("JSII_NODE", "node")
+    if shutil.which(node, path=environ.get("PATH")) is not None:
+        return None
+    where = f"JSII_NODE={node!r}" if "JSII_NODE" in environ else "`node` on PATH"
+    return f"Node.js not found ({where}): cdk8s runs on it; install Node.js or set JSII_NODE to its path"

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from .output import dump
+from .spec._yaml import load_document
 
 FORMS = ("plain", "helm", "operator")
 HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
@@ -66,7 +67,7 @@ def _lines(lua: str) -> list[str]:
 def verify(text: str) -> list[str]:
     """Problems with a live `argocd-cm` (YAML of `kubectl get cm argocd-cm -o yaml`); [] when the check is in place."""
     try:
-        obj: Any = yaml.safe_load(text)
+        obj: Any = load_document(text)  # bounded: a file or stdin of anyone's
     except yaml.YAMLError as err:
         return [f"not YAML: {str(err).splitlines()[0]}; pass the output of kubectl get cm argocd-cm -o yaml"]
     if not isinstance(obj, dict) or obj.get("kind") != "ConfigMap" or (obj.get("metadata") or {}).get("name") != "argocd-cm":

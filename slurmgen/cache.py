@@ -12,47 +12,122 @@ everything that can change those bytes:
   `package-lock.json`), the Python version and implementation;
 - the environment that changes the output (`CDK8S_*`, `JSII_*`); `--crd-dir` disables the cache.
 
-An entry is trusted only when its header names the same format and key and the sha256 of its
-payload matches; anything else (truncated, edited, another version's) is ignored, never used.
+A hit is written to dist/ without running the schema, policy and secret checks again, so an
+entry must be proven, not merely consistent (a checksum is recomputed by whoever edits the file):
+
+- the cache folder must be a real folder owned by the user, mode 0700 (tightened when it is ours,
+  ignored otherwise), so no other account can plant an entry;
+- every entry carries an HMAC-SHA256 under a per-user random key kept in that folder (`key`,
+  0600, created O_EXCL): an entry not written by this user's slurmgen, or edited since, does not
+  verify and is ignored (re-checking instead would cost what the cache saves: the checks and
+  schema validation are most of a render once cdk8s is warm);
+- every file name an entry holds must be a plain relative path inside the cluster folder
+  (output.unsafe_relative_path), checked on load, and the writer checks them again.
+
+Anything else (truncated, edited, another version's, unproven) is ignored, never used.
 The cache lives outside the repository: `$SLURMGEN_CACHE_DIR`, else `slurmgen/render` under
-`$XDG_CACHE_HOME` (default `~/.cache`). Only rendered output is cached there, never CRD schemas.
+`$XDG_CACHE_HOME` (default `~/.cache`; a relative value is ignored, as the XDG spec says).
+Only rendered output is cached there, never CRD schemas. Whoever can read the key (the user,
+or a CI cache that saves the whole folder) can forge entries: never restore a cache folder from
+a less trusted run.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-import yaml
 
 from ._input import UnreadableFile, read_text
 from .catalog.catalog import SITE_CSV_MAX_BYTES
+from .output import unsafe_relative_path
+from .spec._yaml import YamlSyntaxError, load_yaml
 
-FORMAT = 4  # bump when the entry layout changes (3: the validated spec data; 4: the shared names)
+FORMAT = 5  # bump when the entry layout changes (3: the validated spec data; 4: the shared names; 5: HMAC)
+KEY_FILE = "key"  # the per-user HMAC key in the cache folder
+_KEY_BYTES = 32
 KEEP_PER_CLUSTER = 4  # entries kept per cluster name (others are removed when a new one is stored)
 PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
 LOCK_FILES = (REPO / "requirements.txt", REPO / "package-lock.json")
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def user_cache_root() -> Path:
-    """`slurmgen` under `$XDG_CACHE_HOME` (default `~/.cache`): the one root of our caches."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "slurmgen"
+    """`slurmgen` under `$XDG_CACHE_HOME` (default `~/.cache`): the one root of our caches.
+
+    A relative `$XDG_CACHE_HOME` is ignored (the XDG Base Directory spec: "If an implementation
+    encounters a relative path in any of these variables it should consider the path invalid"),
+    else the cache would land in whatever folder synth runs from, the repository included."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "slurmgen"
 
 
 def cache_dir() -> Path:
-    """Where entries live: never inside the repository."""
+    """Where entries live: never inside the repository (a relative `$SLURMGEN_CACHE_DIR` is ignored too)."""
     explicit = os.environ.get("SLURMGEN_CACHE_DIR")
-    if explicit:
+    if explicit and os.path.isabs(explicit):
         return Path(explicit)
     return user_cache_root() / "render"
+
+
+def private_dir(root: Path, *, create: bool) -> bool:
+    """Whether `root` is a folder only this user can write (made 0700 when `create` and absent).
+
+    A real folder (not a link) owned by the user; group/other bits of a folder we own are removed
+    (older versions made it with the umask's 0755). Anything else is not used at all."""
+    try:
+        if create and not os.path.lexists(root):
+            root.parent.mkdir(parents=True, exist_ok=True)
+            root.mkdir(mode=0o700, exist_ok=True)
+        info = root.lstat()
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            return False
+        if info.st_mode & 0o077:
+            os.chmod(root, 0o700)
+        return True
+    except OSError:
+        return False
+
+
+def _key(root: Path, *, create: bool) -> bytes | None:
+    """The per-user HMAC key in `root` (a private folder), made once; None when absent or not trustworthy.
+
+    Opened with O_NOFOLLOW and checked on the open descriptor: a regular file of the user's, 0600,
+    of the right length."""
+    path = os.fspath(root / KEY_FILE)
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        if create and not os.path.lexists(path):
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600)
+            except FileExistsError:
+                pass  # another run made it just now
+            else:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(os.urandom(_KEY_BYTES))
+        fd = os.open(path, os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077
+                    or info.st_size != _KEY_BYTES):
+                return None
+            key = handle.read(_KEY_BYTES + 1)
+        return key if len(key) == _KEY_BYTES else None
+    except OSError:
+        return None
+
+
+def _mac(key: bytes, name: str, entry_key: str, payload: bytes) -> str:
+    return hmac.new(key, f"{FORMAT}\0{name}\0{entry_key}\0".encode() + payload, hashlib.sha256).hexdigest()
 
 
 def tree_digest(root: Path, *, suffixes: tuple[str, ...] = ()) -> str:
@@ -119,8 +194,8 @@ def extends_chain(path: Path) -> list[Path] | None:
                 # no key named extends: nothing to follow (and no YAML to parse). Not with a
                 # backslash: a double-quoted key spelt with escapes ("ext\x65nds") is `extends` too.
                 return True
-            data = yaml.load(text, Loader=_LOADER)
-        except (OSError, UnreadableFile, yaml.YAMLError, UnicodeDecodeError):
+            data = load_yaml(text)  # the loader's own bounded reader: an alias bomb costs no more here
+        except (OSError, UnreadableFile, YamlSyntaxError, UnicodeDecodeError):
             return False
         bases = data.get("extends") if isinstance(data, dict) else None
         if bases is None:
@@ -205,14 +280,23 @@ def exists(name: str, key: str, root: Path | None = None) -> bool:
 
 
 def load(name: str, key: str, root: Path | None = None) -> Entry | None:
-    """The entry for `key`, or None when there is none or it cannot be trusted."""
-    path = _entry_path(root or cache_dir(), name, key)
+    """The entry for `key`, or None when there is none or it cannot be trusted (see the module's doc)."""
+    root = root or cache_dir()
+    secret = _key(root, create=False) if private_dir(root, create=False) else None
+    if secret is None:
+        return None
+    path = _entry_path(root, name, key)
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            raw = handle.read()
         head, _, payload = raw.partition(b"\n")
         header = json.loads(head)
         if (not isinstance(header, dict) or header.get("format") != FORMAT or header.get("key") != key
-                or header.get("cluster") != name or header.get("sha256") != hashlib.sha256(payload).hexdigest()):
+                or header.get("cluster") != name or not isinstance(header.get("hmac"), str)
+                or not hmac.compare_digest(header["hmac"], _mac(secret, name, key, payload))):
             return None
         texts_part, _, rest = payload.partition(b"\n")
         spec_part, _, rest = rest.partition(b"\n")
@@ -222,7 +306,8 @@ def load(name: str, key: str, root: Path | None = None) -> Entry | None:
         names = json.loads(names_part)
         if (not isinstance(texts, dict) or not all(isinstance(t, str) for t in texts.values()) or not files_part
                 or not isinstance(spec_data, dict) or not isinstance(names, list)
-                or not all(isinstance(n, list) and len(n) > 1 and all(isinstance(p, str) for p in n) for n in names)):
+                or not all(isinstance(n, list) and len(n) > 1 and all(isinstance(p, str) for p in n) for n in names)
+                or any(unsafe_relative_path(rel) for rel in texts)):
             return None
         return Entry(files=LazyObjects(files_part, texts), texts=texts, spec_data=spec_data,
                      shared_names={tuple(n[:-1]): n[-1] for n in names})
@@ -235,8 +320,8 @@ def store(name: str, key: str, files: Mapping[str, Any], texts: Mapping[str, str
     """Save one cluster's render (atomically: a reader sees the whole entry or none); errors are ignored."""
     root = root or cache_dir()
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        if list(files) != list(texts):
+        secret = _key(root, create=True) if private_dir(root, create=True) else None
+        if secret is None or list(files) != list(texts):
             return
         # texts on one line, the spec data, the shared names, objects on the last (JSON escapes
         # newlines): a hit decodes the objects only when something reads them (LazyObjects)
@@ -245,7 +330,7 @@ def store(name: str, key: str, files: Mapping[str, Any], texts: Mapping[str, str
                    + json.dumps([[*k, v] for k, v in shared_names.items()], separators=(",", ":")) + "\n"
                    + json.dumps(dict(files), separators=(",", ":"))).encode()
         header = json.dumps({"format": FORMAT, "key": key, "cluster": name,
-                             "sha256": hashlib.sha256(payload).hexdigest()}).encode()
+                             "hmac": _mac(secret, name, key, payload)}).encode()
         fd, tmp = tempfile.mkstemp(prefix=f".{name}-", dir=root)
         with os.fdopen(fd, "wb") as f:
             f.write(header + b"\n" + payload)

@@ -172,7 +172,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # Worker processes start first (launch imports little), the rest is imported while they start;
     # all of it only here, so `--help` and argument errors stay instant.
+    from ._runtime import node_problem
     from .launch import launch
+
+    if (missing_node := node_problem()) is not None:
+        print(missing_node, file=sys.stderr)
+        return 2
 
     use_cache = not args.no_cache and args.crd_dir is None  # as pipeline.run decides it
     # SIGTERM, SIGHUP and Ctrl-C while rendering unwind as SystemExit too: the run's `with` blocks

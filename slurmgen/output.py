@@ -12,6 +12,7 @@ rendered (an output folder from before the marker existed). Anything else in the
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -70,6 +71,8 @@ def write_tree(root: Path, files: Mapping[str, Any]) -> None:
     base = os.fspath(root)
     made: set[str] = set()
     for rel, obj in files.items():
+        if problem := unsafe_relative_path(rel):
+            raise OutputError([f"{root}: refusing to write {rel[:80]!r}: {problem}"])
         path = os.path.join(base, rel)
         folder = os.path.dirname(path)
         if folder not in made:
@@ -78,10 +81,46 @@ def write_tree(root: Path, files: Mapping[str, Any]) -> None:
         _write_file(path, obj if isinstance(obj, str) else dump(obj))
 
 
+def unsafe_relative_path(rel: object) -> str | None:
+    """Why `rel` is no name of a file inside a cluster folder (None when it is one).
+
+    Every name the writer joins onto a folder passes here, whoever produced it (a render, the
+    render cache): an absolute name, `..`, an empty or `.` part or a backslash could reach outside.
+    """
+    if not isinstance(rel, str) or not rel:
+        return "not a file name"
+    if rel.startswith("/") or "\\" in rel or "\0" in rel:
+        return "not a relative path"
+    if any(part in ("", ".", "..") for part in rel.split("/")):
+        return "a path must not hold '..', '.' or empty parts"
+    return None
+
+
 def _write_file(path: str, text: str) -> None:
-    """Write one file (the seam the fault-injection tests replace)."""
-    with open(path, "w", encoding="utf-8") as handle:
+    """Write one new file (the seam the fault-injection tests replace).
+
+    Mode "x" (O_CREAT|O_EXCL): the file is always created here, so a link or FIFO already at
+    `path` is an error, never followed."""
+    with open(path, "x", encoding="utf-8") as handle:
         handle.write(text)
+
+
+def _replace_own_file(path: Path, text: str) -> None:
+    """Put `text` at `path` (the marker, the journal) without ever opening what is there.
+
+    Written into a new temporary file (mkstemp: O_EXCL, mode 0600 then 0644) and renamed over
+    `path`: rename replaces a symbolic link or FIFO itself, it never writes through one (a
+    committed `dist/.slurmgen.swapping -> ~/.bashrc` must not truncate the target)."""
+    fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 _RENAME_EXCHANGE = 2
@@ -181,6 +220,19 @@ def cluster_problem(folder: Path, name: str) -> str | None:
         return f"{folder}: cannot inspect: {err.strerror or err}"
 
 
+def _not_regular(path: Path) -> str | None:
+    """What `path` is when it is not a regular file (lstat: a link is never followed), else None."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError as err:
+        return f"cannot be inspected ({err.strerror or err})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket or device)"
+
+
 @dataclass
 class Survey:
     """What is in an output folder before a write: problems refuse it; leftovers are a crash's temp folders."""
@@ -202,6 +254,10 @@ def survey(out: Path, names: list[str]) -> Survey:
     try:
         if not os.path.lexists(out):
             return result
+        if out.is_symlink():
+            result.problems.append(f"{out}: is a symbolic link; slurmgen writes only into a real folder: "
+                                   "pass --out with the folder it points to")
+            return result
         if not out.is_dir():
             result.problems.append(f"{out}: exists and is not a folder; {advice}")
             return result
@@ -222,10 +278,14 @@ def survey(out: Path, names: list[str]) -> Survey:
             return result
     for entry in entries:
         path = out / entry
-        if entry == JOURNAL and path.is_file() and not path.is_symlink():
+        if entry == JOURNAL and (kind := _not_regular(path)):
+            result.problems.append(f"{path}: {kind}, not the journal slurmgen writes; remove it")
+            return result
+        if entry == JOURNAL:
             try:
-                result.interrupted = sorted({n for n in path.read_text(encoding="utf-8", errors="replace").split()
-                                             if n and not n.startswith(".") and "/" not in n})
+                with path.open("rb") as handle:  # a few names; a huge file is read no further
+                    names = handle.read(1 << 16).decode("utf-8", errors="replace").split()
+                result.interrupted = sorted({n for n in names if n and not n.startswith(".") and "/" not in n})
             except OSError as err:
                 result.problems.append(f"{path}: cannot read: {err.strerror or err}")
             continue
@@ -308,7 +368,7 @@ def write_all(out: Path, trees: Mapping[str, Mapping[str, Any]], survey_: Survey
         raise
     # Only once the new trees are in: a failed run leaves the folder exactly as it was.
     if not found.marked:
-        (out / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+        _replace_own_file(out / MARKER, MARKER_TEXT)
     for leftover in found.leftovers:
         shutil.rmtree(leftover, ignore_errors=True)
     # Every tree of this run is in; clusters an earlier interrupted run left mixed and that this
@@ -320,7 +380,7 @@ def _write_journal(journal: Path, names: Iterable[str]) -> None:
     """Name `names` in the journal (remove it when there is none)."""
     names = sorted(set(names))
     if names:
-        journal.write_text("".join(f"{n}\n" for n in names), encoding="utf-8")
+        _replace_own_file(journal, "".join(f"{n}\n" for n in names))
     else:
         journal.unlink(missing_ok=True)
 

@@ -37,10 +37,18 @@ _REFERENCE = re.compile(r"(\$\{[^}]+\}|\$\([^)]+\)|\{\{.+\}\}|<[^>]+>|/\S*|file:
 
 _PRIVATE_KEY = re.compile(r"-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----")
 _AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])")
-_ASSIGNMENT = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*)[ \t]*[=:][ \t]*(\"[^\"\n]*\"|'[^'\n]*'|[^\s#;,]*)")
+# The value may start with or hold `#`: a consumer may read it as a comment, but git holds the bytes.
+_ASSIGNMENT = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*)[ \t]*[=:][ \t]*(\"[^\"\n]*\"|'[^'\n]*'|[^\s;,]*)")
 _TOKEN = re.compile(r"(?<![A-Za-z0-9_])(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,}|glpat-[A-Za-z0-9_-]{20,}"
                     r"|xox[abposr]-[A-Za-z0-9-]{10,})")
-_LINE_PAIR = re.compile(r"(?m)^[ \t]*([A-Za-z_][\w.-]*)[ \t]+([^\s#;=:]+)[ \t]*(?:[#;].*)?$")  # `bindpw s3cret`
+_LINE_PAIR = re.compile(r"(?m)^[ \t]*([A-Za-z_][\w.-]*)[ \t]+([^\s;=:]+)[ \t]*(?:[#;].*)?$")  # `bindpw s3cret`
+# user:password@ in a URL (any scheme), or any user-info in an http(s) URL (`https://<token>@host`):
+# Argo CD and Prometheus take credentials from Secrets, never from the address (ssh://git@ is a user name).
+_URL_CREDENTIALS = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s/@:]*:[^\s/@]*@|\bhttps?://[^\s/@]+@")
+# Credential words found inside a key however it is spelt (Slurm keys are case-insensitive:
+# `accountingstoragepass` is AccountingStoragePass); short words (`pass`, `pwd`) only as a whole word.
+_CREDENTIAL_PARTS = ("password", "passwd", "passphrase", "secret", "token", "authtok", "storagepass", "bindpw",
+                     "rootpw", "credential", "apikey", "privatekey", "accesskey")
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
@@ -55,8 +63,7 @@ def credential_key(key: str) -> bool:
     if not words or words[-1] in _ABOUT_WORDS:
         return False
     joined = "".join(words)
-    return any(w in CREDENTIAL_WORDS for w in words) or any(c in joined for c in ("apikey", "privatekey", "secretkey",
-                                                                                   "accesskey"))
+    return any(w in CREDENTIAL_WORDS for w in words) or any(c in joined for c in _CREDENTIAL_PARTS)
 
 
 def entropy(text: str) -> float:
@@ -81,6 +88,8 @@ def scan_text(text: str) -> Iterator[str]:
         yield "holds an AWS access key ID"
     if _TOKEN.search(text):
         yield "holds an access token"
+    if _URL_CREDENTIALS.search(text):
+        yield "holds credentials in a URL (user:password@)"
     seen: set[str] = set()
     # `key value` lines only in multi-line text (config files): in a one-line description,
     # "Token bucket" is prose.

@@ -98,3 +98,16 @@ def test_a_field_from_an_extended_file_gets_no_line_of_the_spec(tmp_path):
     # since the file it extends may be where FSx was turned on
     assert lines["nodesets[gpu].instanceType"] == 5
     assert lines["storage.fsx.zone"] is None
+
+
+def test_a_spec_file_name_with_terminal_escapes_is_printed_escaped(tmp_path, capsys):
+    # GIVEN a spec whose file name holds an escape sequence (a PR can add any name under clusters/)
+    from slurmgen.cli import main
+
+    spec = tmp_path / "\x1b]0;pwned\x07t\u202e.yaml"
+    spec.write_text("[]\n")
+    # WHEN it is refused THEN the line shows the characters escaped, never raw
+    assert main(["--spec", str(spec), "--out", str(tmp_path / "dist")]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err
+    assert "\\x1b]0;pwned\\x07t\\u202e.yaml: expected a mapping" in err

@@ -73,3 +73,28 @@ def test_a_new_cluster_folder_honours_the_umask(tmp_path, umask, mode):
     for folder in ("a", "b", "b/y"):
         assert stat.S_IMODE((tmp_path / "dist" / folder).stat().st_mode) == mode, folder
     assert stat.S_IMODE((tmp_path / "dist" / "a" / "x.yaml").stat().st_mode) == 0o666 & ~umask
+
+
+@pytest.mark.parametrize("rel", ["../escape.yaml", "/tmp/abs.yaml", "a/../../escape.yaml", "a//b.yaml", "./a.yaml"])
+def test_write_tree_refuses_names_outside_its_folder(tmp_path, rel):
+    # GIVEN a name that would leave the folder (a render cache entry can name anything)
+    root = tmp_path / "a" / "b"
+    root.mkdir(parents=True)
+    # WHEN written THEN refused, one line, nothing written anywhere
+    with pytest.raises(output.OutputError) as err:
+        output.write_tree(root, {rel: "kind: ConfigMap\n"})
+    assert len(err.value.lines) == 1 and "refusing to write" in err.value.lines[0]
+    assert not (tmp_path / "a" / "escape.yaml").exists() and not (tmp_path / "escape.yaml").exists()
+
+
+def test_write_tree_never_writes_through_a_link_in_its_folder(tmp_path):
+    # GIVEN a link already where a file is to be written
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "x.yaml").symlink_to(victim)
+    # WHEN the tree is written THEN it fails and the link's target is untouched
+    with pytest.raises(FileExistsError):
+        output.write_tree(root, {"x.yaml": "kind: ConfigMap\n"})
+    assert victim.read_text() == "precious\n"

@@ -6,6 +6,7 @@ and expects an exit status and exact lines; what the case built must be left as 
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -37,6 +38,10 @@ def _apply(out: Path, step: dict) -> None:
         (out / step["dir"]).mkdir(parents=True, exist_ok=True)
     elif "symlink" in step:
         (out / step["symlink"]).symlink_to(step["to"])
+    elif "fifo" in step:
+        os.mkfifo(out / step["fifo"])
+    elif "move" in step:
+        os.rename(out / step["move"], out / step["to"])
     elif "remove" in step:
         path = out / step["remove"]
         shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()

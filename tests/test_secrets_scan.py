@@ -21,6 +21,16 @@ from slurmgen import secrets_scan as scan
     ("glpat-abcdefghij0123456789", "holds an access token"),
     # not an ARN (arn:partition:service:region:account:resource), so not a reference
     ("ldap_default_authtok = arn:aws:x:hunter2", "sets ldap_default_authtok to a literal value"),
+    # issue 23 D: a value starting with `#` (a consumer's comment, but git holds it), any spelling of a
+    # Slurm key (case-insensitive), a comma before it, credentials in a URL's user-info
+    ("ldap_default_authtok = #hunter2", "sets ldap_default_authtok to a literal value"),
+    ("[domain/x]\nldap_default_authtok = #hunter2\n", "sets ldap_default_authtok to a literal value"),
+    ("uri ldap://x\nbindpw #s3cr3t\n", "sets bindpw to a literal value"),
+    ("accountingstoragepass=hunter2", "sets accountingstoragepass to a literal value"),
+    ("yes,AccountingStoragePass=#hunter2", "sets AccountingStoragePass to a literal value"),
+    ("https://deploy:t0ken@github.com/o/r.git", "holds credentials in a URL (user:password@)"),
+    ("https://t0kenvalue@github.com/o/r.git", "holds credentials in a URL (user:password@)"),
+    ("http://admin:hunter2@prometheus:9090", "holds credentials in a URL (user:password@)"),
 ])
 def test_secret_material_is_found(text, finding):
     assert finding in list(scan.scan_text(text))
@@ -42,6 +52,9 @@ def test_secret_material_is_found(text, finding):
     "passwordRevision: 3",
     "Token bucket project",                           # prose on one line, not a config line
     "AKIAIOSFODNN7EXAMPLEX",                          # 21 characters: not an access key ID
+    "ssh://git@github.com/o/r.git",                   # a user name, no password
+    "git@github.com:o/r.git",
+    "http://prometheus-operated.monitoring:9090/prom",
 ])
 def test_look_alikes_are_not_flagged(text):
     assert list(scan.scan_text(text)) == []

@@ -146,13 +146,21 @@ def _int_cell(where: str, column: str, raw: str, *, required: bool) -> int:
     value = raw.strip()
     if value == "" and not required:
         return 0
+    shown = repr(raw) if len(raw) <= 40 else f"{raw[:20]!r}... ({len(raw)} characters)"
     if not _INT_RE.fullmatch(value):
         kind = "a positive" if required else "a non-negative"
-        raise CatalogError(f"{where}: {column} must be {kind} integer, got {raw!r}")
+        raise CatalogError(f"{where}: {column} must be {kind} integer, got {shown}")
+    # Before int(): Python refuses more than 4,300 digits (a traceback), and every cell reaches a
+    # field of at most 32 bits (RealMemory, CPUs, Gres counts; the spec's own numbers stop there too).
+    if len(value.lstrip("+0")) > len(str(CELL_MAX)) or int(value) > CELL_MAX:
+        raise CatalogError(f"{where}: {column} is {shown}, above {CELL_MAX}; no instance type has that much")
     number = int(value)
     if required and number <= 0:
-        raise CatalogError(f"{where}: {column} must be a positive integer, got {raw!r}")
+        raise CatalogError(f"{where}: {column} must be a positive integer, got {shown}")
     return number
+
+
+CELL_MAX = 2 ** 32 - 2  # as spec._text.INT_MAX: Slurm's uint32 fields reserve 0xFFFFFFFF
 
 
 def _check_accelerator(where: str, resource: str, count: int, model: str) -> None:

@@ -16,14 +16,18 @@ synth never loads its 80 MB native library.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 import yaml
 
+from .._input import UnreadableFile, read_text
 from ..cache import user_cache_root
+from ..spec._yaml import load_document, load_documents
 from .placement import helm_merge
 
 Obj = dict[str, Any]
@@ -176,13 +180,21 @@ class ChartLocator:
         is refused like any other version: nothing in the folder says which release it is, so it
         cannot prove the pinned one (stamp a copy's Chart.yaml, or use the archive).
         """
-        meta = yaml.safe_load((folder / "Chart.yaml").read_text(encoding="utf-8")) or {}
+        unusable = _folder_problem(folder)
+        if unusable:
+            return None, [], unusable
+        meta, why = _mapping_file(folder / "Chart.yaml")
+        if meta is None:
+            return None, [], why
         name, version = str(meta.get("name", "")), str(meta.get("version", ""))
         if name != source.chart or _norm(version) != _norm(source.version):
             placeholder = " (a placeholder, set only at release)" if version in PLACEHOLDER_VERSIONS else ""
             return None, [], (f"{folder}/Chart.yaml is {name or '(no name)'} {version or '(no version)'}{placeholder}, "
                               f"the Application pins {source.chart} {source.version}")
-        missing = _missing_dependencies(folder, meta, source.values)
+        try:
+            missing = _missing_dependencies(folder, meta, source.values)
+        except ValueError as err:
+            return None, [], str(err)
         if missing:
             return None, [], (f"{folder} lacks its dependencies {', '.join(missing)} (declared in Chart.yaml, "
                               "absent from charts/)")
@@ -201,22 +213,66 @@ class ChartLocator:
 
 
 # Helm's own manifest separator (pkg/release/v1/util/manifest.go SplitManifests @ v4): `---` at
-# a line start ends a document even when a comment follows it on the same line.
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # libyaml: CRDs are megabytes
-    """Safe loading; a bare `=` is the string "=" (PyYAML resolves it to a 'value' tag no loader constructs)."""
-
-
-_Loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
-_LOADER = _Loader
+# a line start ends a document even when a comment follows it on the same line. Documents are read
+# by the bounded loader (spec._yaml.load_document: libyaml, a bare `=` is the string "=").
 _SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
 
 
+CHART_FILE_MAX_BYTES = 8 * 1024 * 1024  # kube-prometheus-stack's values.yaml is ~0.2 MiB
+CHART_FOLDER_MAX_BYTES = 256 * 1024 * 1024  # what Helm's loader may read of a chart folder
+
+
+def _folder_problem(folder: Path) -> str:
+    """Why a chart folder is not handed to Helm ('' when it may be): Helm's loader follows links and
+    reads every file whole, so a link (to /dev/zero, to ~/.ssh), a FIFO or a device, or a folder
+    beyond CHART_FOLDER_MAX_BYTES would hang it or fill memory. Nothing is followed here."""
+    total = 0
+    folders = [os.fspath(folder)]
+    while folders:
+        for entry in os.scandir(folders.pop()):
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                folders.append(entry.path)
+            elif not stat.S_ISREG(info.st_mode):
+                kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+                return f"{entry.path} is {kind}; a chart folder is read only when it holds plain files"
+            else:
+                total += info.st_size
+                if total > CHART_FOLDER_MAX_BYTES:
+                    return f"{folder} holds more than {CHART_FOLDER_MAX_BYTES // 2**20} MiB; not a chart folder"
+    return ""
+
+
+def _mapping_file(path: Path) -> tuple[Obj | None, str]:
+    """A chart folder's YAML file (Chart.yaml, values.yaml) as a mapping, or None and why, in one line:
+    a regular file (never through a link), size-capped, read by the bounded loader."""
+    try:
+        doc = load_document(read_text(path, max_bytes=CHART_FILE_MAX_BYTES, advice="not a chart file"))
+    except (OSError, UnreadableFile, yaml.YAMLError) as err:
+        what = err.strerror if isinstance(err, OSError) and err.strerror else str(err).splitlines()[0]
+        return None, f"{path}: {what}"[:300]
+    if doc is None:
+        return {}, ""
+    if not isinstance(doc, dict):
+        return None, f"{path}: not a mapping of chart fields"
+    return doc, ""
+
+
 def _missing_dependencies(folder: Path, meta: Obj, values: Obj) -> list[str]:
-    """Declared dependencies that our values enable but the chart folder does not hold."""
-    raw = yaml.safe_load((folder / "values.yaml").read_text(encoding="utf-8")) if (folder / "values.yaml").is_file() else {}
-    merged = helm_merge(raw or {}, values)
+    """Declared dependencies that our values enable but the chart folder does not hold (ValueError: why not readable)."""
+    raw: Obj = {}
+    if os.path.lexists(folder / "values.yaml"):
+        found, why = _mapping_file(folder / "values.yaml")
+        if found is None:
+            raise ValueError(why)
+        raw = found
+    merged = helm_merge(raw, values)
     missing = []
-    for dep in meta.get("dependencies") or []:
+    dependencies = meta.get("dependencies") or []
+    if not isinstance(dependencies, list) or not all(isinstance(d, dict) and isinstance(d.get("name"), str)
+                                                     for d in dependencies):
+        raise ValueError(f"{folder}/Chart.yaml: dependencies must be a list of mappings with a name")
+    for dep in dependencies:
         name = dep["name"]
         enabled: Any = True
         for cond in filter(None, str(dep.get("condition") or "").split(",")):
@@ -236,7 +292,7 @@ def _documents(manifests: dict[str, str]) -> Iterator[Obj]:
     for path in sorted(manifests):
         if not path.endswith((".yaml", ".yml", ".json")):
             continue
-        for doc in (yaml.load(part, Loader=_LOADER) for part in _SEPARATOR.split(manifests[path]) if part.strip()):
+        for doc in (load_document(part) for part in _SEPARATOR.split(manifests[path]) if part.strip()):
             if isinstance(doc, dict) and doc.get("kind"):
                 if doc["kind"].endswith("List") and isinstance(doc.get("items"), list):
                     yield from (item for item in doc["items"] if isinstance(item, dict))
@@ -330,7 +386,7 @@ def render(source: HelmSource, path: Path, notes: list[str], kube_version: str |
         manifests = _render_manifests(helm, chart, source, kube_version)
         unstable = unstable_objects(manifests, _render_manifests(helm, chart, source, kube_version))
         crds = [doc for item in sorted(chart.crds, key=lambda c: c["filename"])
-                for doc in yaml.load_all(item["data"], Loader=_LOADER) if isinstance(doc, dict) and doc.get("kind")]
+                for doc in load_documents(item["data"]) if isinstance(doc, dict) and doc.get("kind")]
         merged = chart.merge_values(source.values)
         schema = chart.schema
     gap_notes, assumed = _source_gaps(path, source, merged)

@@ -14,6 +14,7 @@ import yaml
 
 from .operator import SLURM_CONF, Effective, Tree, Unresolved, effective
 from .parse import Entity, parse, tokens
+from ..spec._yaml import load_document
 
 SCHEDULING = ("priority", "preempt", "select", "sched", "defmem", "maxmem", "oversubscribe", "gres", "task",
               "proctrack", "overtime", "killwait", "inactivelimit", "minjobage", "maxjobcount", "suspend", "resume")
@@ -98,7 +99,7 @@ def _topologies(eff: Effective | None, name: str) -> dict[str, list[tuple[str, s
     if eff is None or name not in eff.files:
         return {}
     try:
-        doc = yaml.safe_load(eff.files[name]) or []
+        doc = load_document(eff.files[name]) or []  # bounded: the old side is dist/'s
     except yaml.YAMLError:
         return {"(unreadable)": [("text", "changed")]}
     out: dict[str, list[tuple[str, str]]] = {}

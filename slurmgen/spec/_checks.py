@@ -13,8 +13,10 @@ import re
 from collections import Counter
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
+from .. import naming
 from ..quantity import memory_mib
 from ._images import pinned_slurm_images
+from ._slurm import COMMENT, slurm_key, slurm_keys
 from ._topology import topology_rules
 from .arn import AMP_HOST, AMP_URL, role_problems
 
@@ -73,10 +75,10 @@ def partition_references(spec: dict[str, Any]) -> Iterator[Finding]:
 def features_are_not_nodeset_names(spec: dict[str, Any]) -> Iterator[Finding]:
     """A feature named like another nodeset would pull these nodes into that nodeset: Slurm NodeSets
     are defined by feature (`NodeSet=<n> Feature=<n>`), and every node carries its nodeset's name."""
-    names = {ns["name"] for ns in spec["nodesets"]}
+    names = {ns["name"].casefold() for ns in spec["nodesets"]}
     for index, ns in enumerate(spec["nodesets"]):
         for f_index, feature in enumerate(ns["features"]):
-            if feature in names and feature != ns["name"]:
+            if feature.casefold() in names and feature.casefold() != ns["name"].casefold():
                 yield (f"nodesets[{index}].features[{f_index}]",
                        f"{feature!r} is another nodeset's name; its partitions would take these nodes too")
 
@@ -113,16 +115,171 @@ def no_reserved_slurm_names(spec: dict[str, Any]) -> Iterator[Finding]:
             yield f"partitions[{index}].name", "'default' is reserved by Slurm; set default: true on a partition instead"
 
 
+# Names that belong to Kubernetes or Argo CD, the one list the spec is checked against (issue 23 B).
+# Kubernetes creates these namespaces itself (kube-apiserver's system namespaces controller:
+# default, kube-system, kube-public, kube-node-lease); Argo CD installs into `argocd` and creates
+# the AppProject `default` every Application without a project uses (argo-cd v3
+# server/project, pkg/apis/application/v1alpha1 DefaultAppProjectName). A Slurm or monitoring
+# namespace among them opens that namespace to the children (the AppProject lists them as
+# destinations); a cluster named like Argo CD's project replaces it (each cluster's AppProject is
+# named after the cluster, naming.project).
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "argocd")
+ARGOCD_PROJECTS = ("default",)
+_NAMESPACE_FIELDS = (("slurm", "namespace"), ("slurm", "operatorNamespace"),
+                     ("monitoring", "kubePrometheusStack", "namespace"))
+
+
+def no_names_of_others(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Refuse a cluster name that is Argo CD's own project and namespaces of Kubernetes or Argo CD."""
+    if spec["name"] in ARGOCD_PROJECTS:
+        yield "name", (f"{spec['name']!r} is Argo CD's own AppProject (every team's Applications use it); "
+                       "name the cluster something else")
+    argocd = spec["gitops"]["argocdNamespace"]
+    taken = {*SYSTEM_NAMESPACES, argocd}
+    for path in _NAMESPACE_FIELDS:
+        value: Any = spec
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, str) and value in taken:
+            owner = "Argo CD's namespace" if value in (argocd, "argocd") else "a Kubernetes system namespace"
+            yield ".".join(path), f"{value!r} is {owner}; pick a namespace of the cluster's own"
+
+
+LABEL_MAX = 63  # a label value (and a DNS label): Kubernetes' apimachinery validation IsValidLabelValue
+
+
+def derived_names_fit(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Names derived from the cluster's that become label values must fit in 63 characters: the
+    root Application's name (app.kubernetes.io/part-of on every Application) and each NodePool's
+    (Karpenter labels its nodes karpenter.sh/nodepool=<name>; the NodeSet selects on it)."""
+    name = spec["name"]
+    root = naming.root_application(name)
+    if len(root) > LABEL_MAX:
+        yield "name", (f"{name!r} makes the label value {root!r} ({len(root)} characters, at most {LABEL_MAX}); "
+                       f"use at most {LABEL_MAX - len(root) + len(name)} characters")
+    for index, ns in enumerate(spec["nodesets"]):
+        pool = naming.nodepool(name, ns["name"])
+        if len(pool) > LABEL_MAX:
+            yield f"nodesets[{index}].name", (f"NodePool {pool!r} is {len(pool)} characters, and Karpenter puts it in "
+                                              f"a node label (at most {LABEL_MAX}); shorten the cluster or nodeset name")
+
+
+# An image reference as the kubelet parses it (github.com/distribution/reference v0.6.0 regexp.go:
+# domain components, path components separated by one `.`, `_`, `__` or dashes, tag, digest); the
+# schema's pattern is wider (it takes `a..b/x` and `./x`), which the kubelet refuses (InvalidImageName).
+_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
+_NAME = rf"(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?/)?{_PATH_PART}(?:/{_PATH_PART})*"
+_IMAGE_REF = re.compile(rf"{_NAME}(?::[\w][\w.-]{{0,127}})?(?:@sha256:[0-9a-f]{{64}})?")
+_REGISTRY = re.compile(rf"{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?(?:/{_PATH_PART})*")
+
+
+def image_references(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Every image reference (and the Slurm registry prefix) in the grammar the kubelet reads."""
+    images = spec["images"]
+    refs = [("images.sidecar", images.get("sidecar"))]
+    refs += [(f"images.overrides.{k}", v) for k, v in sorted(images.get("overrides", {}).items())]
+    refs += [(f"nodesets[{i}].image", ns.get("image")) for i, ns in enumerate(spec["nodesets"])]
+    refs += [("topology.labelerImage", (spec.get("topology") or {}).get("labelerImage"))]
+    for where, ref in refs:
+        if isinstance(ref, str) and (not _IMAGE_REF.fullmatch(ref) or len(ref.split("@")[0].rsplit(":", 1)[0]) > 255):
+            yield where, f"{ref!r} is not an image reference the kubelet can pull (empty, '..' or doubled separators)"
+    registry = images.get("registry")
+    if isinstance(registry, str) and not _REGISTRY.fullmatch(registry):
+        yield "images.registry", f"{registry!r} is not a registry and path an image can start with ('..' or doubled separators)"
+
+
+def gitops_path(spec: dict[str, Any]) -> Iterator[Finding]:
+    """gitops.path names a folder inside the repository: no `.` or `..` part (Argo CD resolves the
+    Application's path inside the checkout and refuses one that leaves it)."""
+    path = spec["gitops"]["path"]
+    if any(part in (".", "..") for part in path.split("/")):
+        yield "gitops.path", f"{path!r} holds '.' or '..'; name the folder from the repository's root (e.g. dist)"
+
+
 def extra_conf_overrides(spec: dict[str, Any]) -> Iterator[Finding]:
     """Keys the generator owns must not be smuggled in through the free-form maps."""
-    owned_partition = {"Nodes", "Default", "MaxTime", "PriorityTier", "PartitionName"}
+    owned_partition = slurm_keys({"Nodes", "Default", "MaxTime", "PriorityTier", "PartitionName"})
     for index, part in enumerate(spec["partitions"]):
-        for key in sorted(set(part["extraConfig"]) & owned_partition):
+        for key in sorted(k for k in part["extraConfig"] if slurm_key(k) in owned_partition):
             yield f"partitions[{index}].extraConfig.{key}", f"{key} is set by the generator; use the partition's own field"
-    owned_node = {"Gres", "NodeName", "Features", "Feature"}
+    owned_node = slurm_keys({"Gres", "NodeName", "Features", "Feature"})
     for index, ns in enumerate(spec["nodesets"]):
-        for key in sorted(set(ns["extraSlurmdConf"]) & owned_node):
+        for key in sorted(k for k in ns["extraSlurmdConf"] if slurm_key(k) in owned_node):
             yield f"nodesets[{index}].extraSlurmdConf.{key}", f"{key} is set by the generator; use features / gpusPerPod"
+
+
+def slurm_values(spec: dict[str, Any]) -> Iterator[Finding]:
+    """The one check of what reaches Slurm's parser as free text (extra node and partition
+    parameters, extra slurm.conf lines): no `#` (a comment there drops every key after it) and no
+    key given twice in two spellings (Slurm keys ignore case; _slurm.py)."""
+    maps = [(f"nodesets[{i}].extraSlurmdConf", ns["extraSlurmdConf"]) for i, ns in enumerate(spec["nodesets"])]
+    maps += [(f"partitions[{i}].extraConfig", p["extraConfig"]) for i, p in enumerate(spec["partitions"])]
+    for where, params in maps:
+        seen: dict[str, str] = {}
+        for key, value in params.items():
+            if slurm_key(key) in seen:
+                yield f"{where}.{key}", f"the same Slurm key as {seen[slurm_key(key)]} (Slurm keys ignore case); keep one"
+            seen.setdefault(slurm_key(key), key)
+            if COMMENT in str(value):
+                yield f"{where}.{key}", _COMMENT_FIX
+    for index, line in enumerate(spec["controller"]["extraConf"]):
+        if COMMENT in line:
+            yield f"controller.extraConf[{index}]", _COMMENT_FIX
+
+
+_COMMENT_FIX = "holds '#', where Slurm starts a comment and drops every key after it; remove it"
+# sacctmgr flat files (charts/policy.py): `#` starts a comment there too (a cut line makes `sacctmgr
+# load` fatal), and the Job reads `sacctmgr -nP` output split on `|`; `'`, `:`, `"` and line breaks
+# are refused by the schema's pattern. `[slurmgen ` is the ownership mark (policy.mark) the Job
+# deletes entities by: a description must not claim another cluster's.
+_FLAT_FILE_SPECIAL = ("#", "|")
+# slurmdbd stores descriptions and organizations in MySQL `tinytext` columns (255 bytes; acct_table
+# and qos_table in src/plugins/accounting_storage/mysql/accounting_storage_mysql.c): a longer one is
+# refused or cut, cutting the ownership mark appended to it; and a long text would grow the
+# accounts ConfigMap toward the API server's 1 MiB limit.
+TEXT_COLUMN_BYTES = 255
+OWNER_MARK = "[slurmgen"
+
+
+def flat_file_values(spec: dict[str, Any]) -> Iterator[Finding]:
+    """The one check of the free text that reaches the accounts flat file: QoS and account descriptions, organizations."""
+    policy = spec.get("policy") or {}
+    fields = [(f"policy.qos[{i}].description", q.get("description")) for i, q in enumerate(policy.get("qos", []))]
+    for i, acct in enumerate(policy.get("accounts", [])):
+        fields += [(f"policy.accounts[{i}].description", acct.get("description")),
+                   (f"policy.accounts[{i}].organization", acct.get("organization"))]
+    for where, text in fields:
+        if not isinstance(text, str):
+            continue
+        special = [c for c in _FLAT_FILE_SPECIAL if c in text]
+        if special:
+            yield where, (f"holds {' and '.join(repr(c) for c in special)}, which the sacctmgr flat file and the "
+                          "accounts Job read as a comment or separator; remove it")
+        if OWNER_MARK in text.casefold():
+            yield where, f"holds {OWNER_MARK!r}, slurmgen's mark of the entities a cluster owns; remove it"
+        room = TEXT_COLUMN_BYTES - len(f" {OWNER_MARK} {spec['slurm']['clusterName']}]".encode())
+        if len(text.encode()) > room:
+            yield where, (f"{len(text.encode())} bytes; slurmdbd keeps {TEXT_COLUMN_BYTES} with slurmgen's mark, "
+                          f"so at most {room}")
+
+
+# sshd reads `Match` blocks to the end of the file, and `Include` pulls in other files: after our
+# key-only lines either could switch passwords or root login back on for some connections
+# (sshd_config(5): "If a keyword appears in multiple Match blocks ... the first"; a Match line
+# applies until the next Match or the end). Keywords are case-insensitive.
+_SSHD_REFUSED = ("match", "include")
+
+
+def sshd_extra_config(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Refuse `Match` and `Include` in login.extraSshdConfig: only global keywords, which sshd keeps
+    first-come, so ours (before it) hold."""
+    text = spec["login"].get("extraSshdConfig") or ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        words = line.replace("=", " ").split(None, 1)
+        if words and words[0].casefold() in _SSHD_REFUSED:
+            yield ("login.extraSshdConfig", f"line {number}: {words[0]} is refused: it would apply after slurmgen's "
+                   "lines and could re-enable passwords or root login; use global keywords only")
 
 
 def fair_share_needs_accounting(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -628,6 +785,13 @@ DIRECTORY_OWNED_KEYS: dict[str, str] = {
     "simple_allow_groups": "set by slurmgen from directory.access.allowedGroups; set that instead",
     "override_homedir": "set by slurmgen from directory.homes.path; set that instead",
     "override_shell": "set by slurmgen from directory.shell.override; set that instead",
+    # What the directory section promises, which sssd would otherwise let a later key undo
+    # (sssd-ldap(5), sssd-simple(5)): the access filter is checked only while ldap_access_order
+    # holds `filter`; simple_allow_users admits users beside the allowed groups; the TLS opt-out
+    # sends the bind password in clear.
+    "ldap_access_order": "slurmgen relies on sssd's default (filter) so directory.access.filter holds; remove it",
+    "simple_allow_users": "who may log in is directory.access (allowedGroups or filter); set that instead",
+    "ldap_auth_disable_tls_never_use_in_production": "TLS is directory.tls.mode; remove it",
     "case_sensitive": ("names are always case-insensitive and lowercased (Slurm's accounting lowercases user names); "
                        "remove it"),
 }
@@ -744,6 +908,13 @@ RULES: tuple[Rule, ...] = (
     features_are_not_nodeset_names,
     every_nodeset_in_a_partition,
     no_reserved_slurm_names,
+    no_names_of_others,
+    derived_names_fit,
+    image_references,
+    gitops_path,
+    slurm_values,
+    flat_file_values,
+    sshd_extra_config,
     extra_conf_overrides,
     fair_share_needs_accounting,
     reservations_match_capacity_type,
@@ -779,6 +950,13 @@ READS: dict[Rule, tuple[str, ...]] = {
     features_are_not_nodeset_names: ("nodesets",),
     every_nodeset_in_a_partition: ("nodesets", "partitions"),
     no_reserved_slurm_names: ("nodesets", "partitions"),
+    no_names_of_others: ("name", "gitops", "slurm", "monitoring"),
+    derived_names_fit: ("name", "nodesets"),
+    image_references: ("images", "nodesets", "topology"),
+    gitops_path: ("gitops",),
+    slurm_values: ("nodesets", "partitions", "controller"),
+    flat_file_values: ("policy", "slurm"),
+    sshd_extra_config: ("login",),
     extra_conf_overrides: ("nodesets", "partitions"),
     fair_share_needs_accounting: ("scheduling", "accounting"),
     reservations_match_capacity_type: ("nodesets",),

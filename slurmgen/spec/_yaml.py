@@ -10,13 +10,15 @@ Files are read by `slurmgen._input.read_text` (size cap, regular files only, str
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from .._input import MAX_BYTES, UnreadableFile, decode, read_text
 
-__all__ = ["MAX_BYTES", "UnreadableFile", "YamlSyntaxError", "decode", "field_lines", "load_yaml", "read_text"]
+__all__ = ["MAX_BYTES", "DocumentError", "UnreadableFile", "YamlSyntaxError", "decode", "field_lines",
+           "load_document", "load_documents", "load_yaml", "read_text"]
 
 MAX_DEPTH = 32  # nested mappings/lists; the schema's deepest path is under 10
 MAX_ALIASES = 100  # `*ref` uses in one file
@@ -72,13 +74,7 @@ def load_yaml(text: str) -> Any:
     except YamlSyntaxError:
         raise
     except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        problem = err.problem or err.context or "invalid YAML"
-        if err.context and err.problem and err.problem.startswith("but "):  # "expected X, but found Y"
-            problem = f"{err.context}, {err.problem}"
-        if mark is None:
-            raise YamlSyntaxError(f"invalid YAML: {problem}", None, None) from None
-        raise YamlSyntaxError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None
+        raise _one_line(err) from None
     except yaml.YAMLError as err:
         raise YamlSyntaxError(f"invalid YAML: {err}", None, None) from None
     except (ValueError, TypeError, OverflowError, RecursionError) as err:
@@ -87,11 +83,78 @@ def load_yaml(text: str) -> Any:
                               None, None) from None
 
 
+def _one_line(err: yaml.MarkedYAMLError) -> YamlSyntaxError:
+    """PyYAML's several-line error as one line with its position."""
+    mark = err.problem_mark or err.context_mark
+    problem = err.problem or err.context or "invalid YAML"
+    if err.context and err.problem and err.problem.startswith("but "):  # "expected X, but found Y"
+        problem = f"{err.context}, {err.problem}"
+    if mark is None:
+        return YamlSyntaxError(f"invalid YAML: {problem}", None, None)
+    return YamlSyntaxError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1)
+
+
 def _fail(message: str, mark: Any) -> YamlSyntaxError:
     return YamlSyntaxError(message, mark.line + 1 if mark else None, mark.column + 1 if mark else None)
 
 
-def _check_bounds(text: str) -> None:
+@dataclass(frozen=True)
+class Bounds:
+    """What one YAML stream may cost: nesting, aliases, nodes once aliases are expanded, digits of a number."""
+
+    depth: int = MAX_DEPTH
+    aliases: int = MAX_ALIASES
+    nodes: int = MAX_EXPANDED_NODES
+    number_chars: int = MAX_NUMBER_CHARS
+    yaml11_numbers: bool = True  # refuse plain 010 (octal 8) and 1:30 (base 60: 90)
+
+
+SPEC_BOUNDS = Bounds()
+# Files that are not specs (rendered objects in dist/, the summary's base, Chart.yaml and values.yaml
+# of a --preview chart folder, --crd-dir schemas): CRD schemas nest ~60 levels and run to megabytes,
+# numbers stay below int()'s 4,300 digits; aliases are as rare as in a spec.
+DOCUMENT_BOUNDS = Bounds(depth=256, aliases=MAX_ALIASES, nodes=5_000_000, number_chars=4000, yaml11_numbers=False)
+# YAML 1.1 integers PyYAML reads that YAML 1.2 (and every reader of the spec who is not a parser)
+# does not: a leading 0 is octal (`010` is 8) and colons are base 60 (`1:30` is 90). In a spec a
+# plain scalar spelt so is refused: write the decimal, or quote it when it is text (a duration).
+_YAML11_INT = re.compile(r"[-+]?(0[0-7_]+|[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?)")
+
+
+class DocumentError(yaml.YAMLError):
+    """A YAML file that is not a spec could not be read within DOCUMENT_BOUNDS (one line); a
+    yaml.YAMLError, so every reader's existing `except yaml.YAMLError` reports it."""
+
+
+def load_documents(text: str, *, bounds: Bounds = DOCUMENT_BOUNDS) -> list[Any]:
+    """Every document of a YAML stream that is not a spec, read within `bounds` by libyaml's safe
+    loader (repeated keys keep the last, as Kubernetes and Helm do). The one reader of such files."""
+    try:
+        _check_bounds(text, bounds)
+        return list(yaml.load_all(text, Loader=_DocumentLoader))  # noqa: S506 - safe loader subclass
+    except YamlSyntaxError as err:
+        raise DocumentError(str(err)) from None
+    except yaml.MarkedYAMLError as err:
+        raise DocumentError(str(_one_line(err))) from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as err:
+        raise DocumentError(f"a value cannot be read ({type(err).__name__}: {err})"[:300]) from None
+
+
+def load_document(text: str, *, bounds: Bounds = DOCUMENT_BOUNDS) -> Any:
+    """The single document of a file that is not a spec (None when empty); DocumentError past `bounds`."""
+    docs = load_documents(text, bounds=bounds)
+    if len(docs) > 1:
+        raise DocumentError(f"{len(docs)} YAML documents; expected one")
+    return docs[0] if docs else None
+
+
+class _DocumentLoader(_Loader):  # type: ignore[misc,valid-type]
+    """libyaml's safe loader; a bare `=` is the string "=" (PyYAML's 'value' tag has no constructor)."""
+
+
+_DocumentLoader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+
+
+def _check_bounds(text: str, bounds: Bounds = SPEC_BOUNDS) -> None:
     """One pass over the parser's events: refuse deep nesting, alias bombs and huge numbers.
 
     Each open collection counts the nodes it holds as expanded (an alias adds its anchor's whole
@@ -105,8 +168,8 @@ def _check_bounds(text: str) -> None:
     for event in yaml.parse(text, Loader=_Loader):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
-            if depth > MAX_DEPTH:
-                raise _fail(f"nested deeper than {MAX_DEPTH} levels; a spec is at most a few levels deep",
+            if depth > bounds.depth:
+                raise _fail(f"nested deeper than {bounds.depth} levels; a spec is at most a few levels deep",
                             event.start_mark)
             stack.append((event.anchor, total))
             total += 1
@@ -119,17 +182,21 @@ def _check_bounds(text: str) -> None:
             total += 1
             if event.anchor is not None:
                 sizes[event.anchor] = 1
-            if (not event.style and len(event.value) > MAX_NUMBER_CHARS and _NUMBER.fullmatch(event.value)):
-                raise _fail(f"a number of {len(event.value)} characters; at most {MAX_NUMBER_CHARS} "
+            if (not event.style and len(event.value) > bounds.number_chars and _NUMBER.fullmatch(event.value)):
+                raise _fail(f"a number of {len(event.value)} characters; at most {bounds.number_chars} "
                             "(quote it if it is text)", event.start_mark)
+            if bounds.yaml11_numbers and not event.style and _YAML11_INT.fullmatch(event.value):
+                why = "colons count in base 60" if ":" in event.value else "a leading 0 makes it octal"
+                raise _fail(f"{event.value} reads as the YAML 1.1 number {yaml.safe_load(event.value)} ({why}); "
+                            "write the decimal, or quote it if it is text", event.start_mark)
         elif isinstance(event, yaml.AliasEvent):
             aliases += 1
-            if aliases > MAX_ALIASES:
-                raise _fail(f"more than {MAX_ALIASES} aliases (*name); write the values out or use extends:",
+            if aliases > bounds.aliases:
+                raise _fail(f"more than {bounds.aliases} aliases (*name); write the values out or use extends:",
                             event.start_mark)
             total += sizes.get(event.anchor, 1)
-        if total > MAX_EXPANDED_NODES:
-            raise _fail(f"more than {MAX_EXPANDED_NODES:,} values, counting each alias as all it repeats; "
+        if total > bounds.nodes:
+            raise _fail(f"more than {bounds.nodes:,} values, counting each alias as all it repeats; "
                         "a spec has a few hundred", event.start_mark)
 
 

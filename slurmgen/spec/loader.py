@@ -116,7 +116,9 @@ def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[st
     if data is None:
         raise fail([("", "the file is empty; start from clusters/example.yaml")])
     if not isinstance(data, dict):
-        raise fail([("", f"expected a mapping of spec keys at the top level, got {_schema._describe(data)}")])
+        # Not the value itself: a file that is no spec at all (a credentials file) is not quoted into CI logs.
+        got = f"text ({len(data)} characters, not shown)" if isinstance(data, str) else _schema._describe(data)
+        raise fail([("", f"expected a mapping of spec keys at the top level, got {got}")])
     if "extends" in data:
         extends = True
         data = _extend(path, data, (path.resolve(),))

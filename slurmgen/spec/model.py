@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from ._slurm import slurm_key, slurm_keys
+
 Pairs = tuple[tuple[str, str], ...]
 
 SLURM_COMPONENTS = ("slurmctld", "slurmd", "slurmrestd", "slurmdbd", "login")
@@ -147,7 +149,8 @@ class Partition:
 
     def config_tokens(self, derived: tuple[str, ...] = ()) -> list[str]:
         """Partition parameters after Nodes=, in a fixed order; `derived` come from the generator."""
-        tokens = ["State=UP"] if "State" not in dict(self.extra_config) else []
+        own = slurm_keys(k for k, _ in self.extra_config)  # Slurm keys ignore case
+        tokens = ["State=UP"] if slurm_key("State") not in own else []
         if self.default:
             tokens.append("Default=YES")
         tokens += [f"MaxTime={self.max_time}", f"PriorityTier={self.priority_tier}"]
@@ -158,8 +161,7 @@ class Partition:
             # (set_part_topology_idx: index 0, topology_g_init sorts the default first; slurm-26-05-1-1):
             # a line without the token stays valid when topology is turned off (no topology.yaml).
             tokens.append(f"Topology={self.topology}")
-        own = dict(self.extra_config)
-        tokens += [t for t in derived if t.split("=", 1)[0] not in own]
+        tokens += [t for t in derived if slurm_key(t.split("=", 1)[0]) not in own]
         tokens += [f"{k}={v}" for k, v in self.extra_config]
         return tokens
 

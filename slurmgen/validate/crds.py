@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from ..spec._yaml import load_documents
 from .core import SchemaUnavailable
 from .patterns import go_pattern
 
@@ -171,7 +172,7 @@ def _parse_file(path: Path) -> list[Any]:
 
 def _parse(path: Path, data: bytes) -> list[Any]:
     try:
-        return [doc for doc in yaml.load_all(data.decode("utf-8"), Loader=_Loader) if doc is not None]
+        return [doc for doc in load_documents(data.decode("utf-8")) if doc is not None]  # bounded (--crd-dir)
     except (UnicodeDecodeError, yaml.YAMLError) as error:
         raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
 

@@ -66,8 +66,9 @@ def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceTy
                              efa=any(p.shape.efa for p in plans.values()), other_taints=other_taints,
                              neuron_pools=[p.nodepool for p in plans.values() if p.instance.is_neuron],
                              efa_pools=[p.nodepool for p in plans.values() if p.shape.efa])
-    charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec),
-                           ArgoCDSettingsChart(app, spec)]
+    charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec)]
+    if spec.gitops.argocd_install == "plain":  # helm and operator own argocd-cm: see argocd_settings.py
+        charts.append(ArgoCDSettingsChart(app, spec))
     return RenderedCluster(spec=spec, plans=plans, files=_files(charts))
 
 

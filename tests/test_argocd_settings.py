@@ -8,7 +8,10 @@ import pytest
 import yaml
 
 from slurmgen import argocd_settings
+from slurmgen.build import render
 from slurmgen.cli import main
+from slurmgen.spec import SpecError, parse_text
+from tests.conftest import MINIMAL_SPEC
 
 DATA = Path(__file__).parent / "data" / "argocd"
 KEY = "resource.customizations.health.argoproj.io_Application"
@@ -64,3 +67,23 @@ def test_verify_argocd_refuses_what_is_not_argocd_cm(tmp_path, capsys):
 def test_verify_argocd_unreadable_file_exits_2(tmp_path, capsys):
     assert main(["--verify-argocd", str(tmp_path / "missing.yaml")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("install", "patch_rendered"), [("plain", True), ("helm", False), ("operator", False)])
+def test_the_spec_says_who_owns_argocd_cm_and_only_plain_gets_a_patch_in_dist(install, patch_rendered):
+    # GIVEN a spec naming how its Argo CD is installed
+    spec = parse_text("t.yaml", MINIMAL_SPEC.replace('gitops: {repoURL: "https://github.com/o/r.git"}',
+                                                     f'gitops: {{repoURL: "https://github.com/o/r.git", argocdInstall: {install}}}'))
+    assert spec.gitops.argocd_install == install
+    # WHEN rendered
+    [cluster] = render([spec])
+    # THEN only a kubectl-installed Argo CD gets the argocd-cm merge patch (Helm and the operator would
+    # revert it: they take the check from their values / the ArgoCD CR, printed by --argocd-settings)
+    assert ("argocd/configmap-argocd-cm.yaml" in cluster.files) is patch_rendered
+
+
+def test_an_unknown_argocd_install_is_a_spec_error():
+    with pytest.raises(SpecError) as err:
+        parse_text("t.yaml", MINIMAL_SPEC.replace('gitops: {repoURL: "https://github.com/o/r.git"}',
+                                                  'gitops: {repoURL: "https://github.com/o/r.git", argocdInstall: flux}'))
+    assert "gitops.argocdInstall" in str(err.value)

@@ -89,6 +89,7 @@ class GitOpsSettings:
     destination_server: str
     root_project: str
     root_destination_server: str = "https://kubernetes.default.svc"
+    argocd_install: str = "plain"  # plain | helm | operator: who owns argocd-cm (argocd_settings.py)
 
 
 @dataclass(frozen=True)

@@ -137,8 +137,28 @@ def test_fresh_database_controller_starts_nodes_register_and_jobs_run(slurm_site
         # AND a job runs in each partition
         for partition in partitions:
             assert_job_runs(cluster, rendered, partition)
+        # AND slurmctld holds the tree and blocks of topology.yaml as written (the labeler's placement
+        # of nodes into them: tests/deep/test_topology_blocks.py)
+        if "topology.yaml" in rendered.files:
+            assert_topology_as_written(cluster, rendered.files["topology.yaml"])
     finally:
         cluster.close()
+
+
+def assert_topology_as_written(cluster: Cluster, topology_yaml: str) -> None:
+    for topo in yaml.safe_load(topology_yaml):
+        shown = cluster.run("scontrol", "show", "topology", topo["topology"]).stdout
+        if "tree" in topo:
+            switches = {sw["switch"] for sw in topo["tree"]["switches"]}
+            assert set(re.findall(r"SwitchName=(\S+)", shown)) == switches, shown
+        if "block" in topo:
+            sizes = topo["block"]["block_sizes"]
+            blocks = [b["block"] for b in topo["block"]["blocks"]]
+            base = re.findall(r"BlockName=(\S+) BlockIndex=\d+ BlockSize=(\d+)", shown)
+            assert base == [(name, str(sizes[0])) for name in blocks], shown
+            # each larger size aggregates aligned runs of base blocks (Slurm forms them from aligned pairs)
+            aggregated = {int(n) for n in re.findall(r"AggregatedBlock=\S+ BlockIndex=\d+ Nodes=\S* BlockSize=(\d+)", shown)}
+            assert aggregated == {size for size in sizes[1:] if size // sizes[0] <= len(blocks)}, shown
 
 
 def partitions_of(slurm_conf: str) -> dict[str, set[str]]:

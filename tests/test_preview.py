@@ -18,7 +18,10 @@ import pytest
 from slurmgen.preview import preview_cluster
 from slurmgen.preview.charts import ChartLocator, ChartRender, HelmSource
 from slurmgen.preview.proofs import image_problems, placement_problems, project_problems, values_problems
-from tests.conftest import REQUIRE_SHARED, SHARED, need_shared
+from tests.conftest import EXAMPLES, REQUIRE_SHARED, SHARED, need_shared
+
+#: the tests' own specs on the command line (a bare `main.py` would read the repository's clusters/)
+SPEC_ARGS = [arg for path in EXAMPLES for arg in ("--spec", str(path))]
 
 CHART_SOURCES = SHARED / "chart-sources"
 
@@ -258,7 +261,7 @@ def test_cli_preview_reports_and_exits_0_on_a_clean_cluster(monkeypatch, capsys,
     monkeypatch.setenv("SLURMGEN_CHART_DIR", str(chart_dir))
     monkeypatch.setenv("SLURMGEN_CHART_PULL", "0")
     # WHEN one cluster is previewed from the chart folder
-    assert main(["--preview", "--cluster", "dev"]) == 0
+    assert main([*SPEC_ARGS, "--preview", "--cluster", "dev"]) == 0
     out, err = capsys.readouterr()
     # THEN each chart is one line and the closing line counts them
     assert "dev/dev-slurm-operator: previewed slurm-operator 1.2.1:" in out
@@ -267,7 +270,7 @@ def test_cli_preview_reports_and_exits_0_on_a_clean_cluster(monkeypatch, capsys,
 
 def test_cli_preview_of_an_unknown_cluster_is_one_line(capsys):
     from slurmgen.cli import main
-    assert main(["--preview", "--cluster", "nope"]) == 2
+    assert main([*SPEC_ARGS, "--preview", "--cluster", "nope"]) == 2
     assert capsys.readouterr().err == "--cluster: no cluster named 'nope'; rendered: dev, example, prod, training\n"
 
 
@@ -277,10 +280,11 @@ def test_synth_never_loads_the_helm_sdk(tmp_path):
 
     from tests.conftest import REPO
     # GIVEN a full render (what `make synth` does, into a scratch folder)
-    code = ("import sys; from slurmgen.cli import main; rc = main(['--out', sys.argv[1]]); "
+    code = ("import sys; from slurmgen.cli import main; rc = main(['--out', *sys.argv[1:]]); "
             "sys.exit(rc or ('helm_python' in sys.modules and 7))")
     # THEN the Helm SDK's 80 MB library was never imported
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out"), *SPEC_ARGS], cwd=REPO,
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -317,7 +321,7 @@ def test_cli_preview_without_the_sdk_is_one_line(monkeypatch, capsys):
     # GIVEN the Helm SDK cannot be imported
     monkeypatch.setitem(__import__("sys").modules, "helm_python", None)
     # WHEN --preview runs THEN one line says how to install it, exit 2
-    assert main(["--preview", "--cluster", "dev"]) == 2
+    assert main([*SPEC_ARGS, "--preview", "--cluster", "dev"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("--preview needs the Helm SDK (helm-python-sdk, pinned in requirements-preview.txt): "
                           "run 'make preview-install'") and err.count("\n") == 1
@@ -331,7 +335,7 @@ def test_cli_preview_with_no_chart_source_proves_nothing_and_fails(monkeypatch, 
     monkeypatch.setenv("SLURMGEN_CHART_PULL", "0")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     # THEN every chart is "not previewed", and the run fails rather than passing on nothing
-    assert main(["--preview", "--cluster", "dev"]) == 2
+    assert main([*SPEC_ARGS, "--preview", "--cluster", "dev"]) == 2
     out, err = capsys.readouterr()
     assert "dev/dev-slurm-operator: not previewed: no chart source for slurm-operator 1.2.1" in out
     assert err.rstrip().endswith("nothing was proven: set SLURMGEN_CHART_DIR to a folder of unpacked charts or let "
@@ -430,13 +434,13 @@ def test_cli_preview_fails_on_an_unproven_chart_and_allow_unproven_lets_it_pass(
     monkeypatch.setenv("SLURMGEN_CHART_PULL", "0")
     # GIVEN training, whose Neuron device plugin has no source in ../shared
     # WHEN previewed THEN it fails, naming the chart
-    assert main(["--preview", "--cluster", "training"]) == 2
+    assert main([*SPEC_ARGS, "--preview", "--cluster", "training"]) == 2
     err = capsys.readouterr().err
     assert "training/training-neuron-device-plugin: chart neuron-helm-chart 1.9.0 cannot be proven" in err
     # AND with --allow-unproven for it, it passes
-    assert main(["--preview", "--cluster", "training", "--allow-unproven", "neuron-helm-chart"]) == 0
+    assert main([*SPEC_ARGS, "--preview", "--cluster", "training", "--allow-unproven", "neuron-helm-chart"]) == 0
     # AND a chart name no Application uses is one line, not an allowance of nothing
-    assert main(["--preview", "--cluster", "training", "--allow-unproven", "neuron-chart"]) == 2
+    assert main([*SPEC_ARGS, "--preview", "--cluster", "training", "--allow-unproven", "neuron-chart"]) == 2
     assert capsys.readouterr().err.splitlines()[-1].startswith(
         "--allow-unproven neuron-chart: no Helm Application of the previewed cluster(s) uses chart neuron-chart; charts: ")
 

@@ -10,16 +10,16 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from cdk8s import App, Chart
 
-from .apps import helm
-from .apps.argocd import AppsChart, ArgoCDSettingsChart, RootChart
+from apps import helm
+from apps.argocd import AppsChart, ArgoCDSettingsChart, RootChart
 from .catalog.catalog import InstanceType, load_catalog
-from .charts.accounting import DatabaseChart
-from .charts.compute import ComputeChart
-from .charts.monitoring import MonitoringChart
-from .charts.secrets import SecretsChart
-from .charts.storage import StorageChart
-from .charts.unit import UnitChart
-from .charts.slurm_cluster import SlurmClusterChart
+from charts.accounting import DatabaseChart
+from charts.compute import ComputeChart
+from charts.monitoring import MonitoringChart
+from charts.secrets import SecretsChart
+from charts.storage import StorageChart
+from charts.unit import UnitChart
+from charts.slurm_cluster import SlurmClusterChart
 from .plan import plan_cluster
 from .rendered import RenderedCluster
 from .spec import ClusterSpec

@@ -57,6 +57,8 @@ _KEY_BYTES = 32
 KEEP_PER_CLUSTER = 4  # entries kept per cluster name (others are removed when a new one is stored)
 PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
+#: Everything that renders: the pipeline's package and the construct layers beside it (charts/, apps/)
+GENERATOR_PACKAGES = (PACKAGE, REPO / "charts", REPO / "apps")
 LOCK_FILES = (REPO / "requirements.txt", REPO / "package-lock.json")
 
 
@@ -155,11 +157,12 @@ def _file_digest(path: Path | None) -> str:
         return "unreadable"  # the loader reports it; a key that never matches a stored entry
 
 
-def generator_digest(package: Path = PACKAGE, lock_files: Iterable[Path] = LOCK_FILES) -> str:
+def generator_digest(packages: Iterable[Path] = GENERATOR_PACKAGES, lock_files: Iterable[Path] = LOCK_FILES) -> str:
     """What every cluster's key shares: the generator's sources and data, the lock files, Python."""
     h = hashlib.sha256()
     h.update(f"format {FORMAT}\0{sys.implementation.name} {sys.version}\0".encode())
-    h.update(tree_digest(package).encode())
+    for package in packages:
+        h.update(f"{package.name}\0{tree_digest(package)}\0".encode())
     for path in lock_files:
         h.update(f"{path.name}\0{_file_digest(path)}\0".encode())
     return h.hexdigest()

@@ -336,7 +336,7 @@ def _explain_identity(result: object, cluster: str | None) -> int:
 
 def _explain_sssd(result: object, cluster: str | None) -> int:
     """Print sssd.conf (`--explain sssd.conf`): with secrets mode precreated, the text for the site's Secret."""
-    from .charts.secrets import effective_sssd_conf
+    from charts.secrets import effective_sssd_conf
 
     specs = {c.spec.name: c.spec for c in result.clusters}  # type: ignore[attr-defined]
     if cluster is not None and cluster not in specs:

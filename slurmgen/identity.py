@@ -30,6 +30,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from .secret_refs import generated_secrets
 from .spec import ClusterSpec
 from .spec.arn import amp_workspace, partition, role_account
 
@@ -76,7 +77,6 @@ def _bind_password_in_aws(spec: ClusterSpec) -> bool:
 def secret_names(spec: ClusterSpec) -> list[str]:
     """The Secrets Manager secrets the ExternalSecrets read: `<prefix>/<k8s secret name>` for the
     generated ones, and the directory's bind password (a name, or a full ARN kept as it is)."""
-    from .charts.secrets import generated_secrets  # charts import this module: import late
     names = {f"{spec.secrets.aws_prefix}/{ref.name}" for ref, _ in generated_secrets(spec)} if spec.secrets.aws_prefix else set()
     if spec.secrets.generated and spec.directory is not None and spec.directory.bind_password_name is not None:
         names.add(spec.directory.bind_password_name)

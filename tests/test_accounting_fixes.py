@@ -7,8 +7,8 @@ from pathlib import Path
 
 
 from slurmgen import guards
-from slurmgen.charts.accounting import my_cnf
-from slurmgen.charts.policy import declared, load_script
+from charts.accounting import my_cnf
+from charts.policy import declared, load_script
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
 
@@ -127,7 +127,7 @@ def test_password_from_secrets_manager_is_escaped_for_slurmdbd_conf(rendered):
 
 def test_in_cluster_password_from_secrets_manager_is_refused_not_escaped():
     # GIVEN the in-cluster MariaDB (whose User reads the same Secret raw) with values from Secrets Manager
-    from slurmgen.charts.secrets import db_password_template
+    from charts.secrets import db_password_template
 
     template = db_password_template("password", escape=False)
     # THEN '#' and '\' are refused rather than escaped
@@ -135,7 +135,7 @@ def test_in_cluster_password_from_secrets_manager_is_refused_not_escaped():
 
 
 def test_password_revision_changes_the_accounting_spec_only_when_set(rendered):
-    from slurmgen.charts.accounting import accounting_spec
+    from charts.accounting import accounting_spec
 
     base = parse_text("t.yaml", MINIMAL_SPEC)
     bumped = parse_text("t.yaml", MINIMAL_SPEC + "accounting: {database: {passwordRevision: 3}}")

@@ -309,7 +309,7 @@ def test_every_release_declares_the_cluster_scoped_kinds_its_chart_templates_cre
     need_shared(CHART_SOURCES)
     import re
 
-    from slurmgen.apps import helm
+    from apps import helm
 
     checked = 0
     for cluster in rendered.values():

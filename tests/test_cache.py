@@ -15,7 +15,7 @@ from slurmgen.guards import destructive_changes
 from slurmgen.output import read_tree
 from slurmgen.pipeline import run
 from slurmgen.slurmconf.checks import blocking, wave_problems
-from tests.conftest import EXAMPLES, REPO, SPECS
+from tests.conftest import EXAMPLES, SPECS
 
 
 @pytest.fixture
@@ -155,20 +155,25 @@ def test_the_cache_lives_outside_the_repository(monkeypatch, tmp_path):
 # ---------------------------------------------------------------------- every input is in the key
 @pytest.fixture(scope="module")
 def package_copy(tmp_path_factory) -> Path:
-    """A copy of the slurmgen package and the lock files, to change one file at a time."""
+    """A copy of the generator's packages and the lock files, to change one file at a time."""
     root = tmp_path_factory.mktemp("gen")
-    shutil.copytree(REPO / "slurmgen", root / "slurmgen", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in cache.GENERATOR_PACKAGES:
+        shutil.copytree(package, root / package.name, ignore=shutil.ignore_patterns("__pycache__"))
     for lock in cache.LOCK_FILES:
         shutil.copy(lock, root / lock.name)
     return root
 
 
 def _digest(root: Path) -> str:
-    return cache.generator_digest(root / "slurmgen", [root / p.name for p in cache.LOCK_FILES])
+    return cache.generator_digest([root / p.name for p in cache.GENERATOR_PACKAGES],
+                                  [root / p.name for p in cache.LOCK_FILES])
 
 
 @pytest.mark.parametrize("rel", [
-    "slurmgen/charts/compute.py",                       # the generator's own source
+    "slurmgen/cli.py",                                  # the generator's own source
+    "charts/compute.py",                                # the constructs
+    "apps/helm.py",                                     # the Argo CD layer (pinned charts)
+    "charts/scripts/accounts-load.sh",                  # scripts the pods run
     "slurmgen/spec/cluster.schema.json",                # the spec schema and its defaults
     "slurmgen/validate/vendored/index.json",            # the vendored CRD schemas
     "slurmgen/validate/vendored/slinky.slurm.net_nodeset.json",
@@ -194,7 +199,7 @@ def test_a_change_to_a_generator_input_changes_every_key(package_copy, rel):
 def test_a_new_generator_file_and_the_python_version_change_every_key(package_copy, monkeypatch):
     # GIVEN the digest / WHEN a module is added, or Python differs / THEN it changes
     before = _digest(package_copy)
-    extra = package_copy / "slurmgen" / "charts" / "new_chart.py"
+    extra = package_copy / "charts" / "new_chart.py"
     extra.write_text("X = 1\n")
     try:
         assert _digest(package_copy) != before

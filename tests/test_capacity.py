@@ -9,7 +9,7 @@ import pytest
 from slurmgen.catalog.catalog import load_catalog
 from slurmgen.catalog.mixed import interchangeable, pod_resources_for
 from slurmgen.catalog.sizing import DEFAULT_RESERVE, pod_resources, slurm_node_conf
-from slurmgen.charts.compute import placement_group_selector
+from charts.compute import placement_group_selector
 from slurmgen.consistency import check_placement
 from slurmgen.plan import plan_cluster
 from slurmgen.spec.loader import parse_text
@@ -186,7 +186,7 @@ def test_the_zone_rule_and_the_node_pool_resolve_the_same_zones(compute_zones, o
     # GIVEN a spec with compute zones, maybe nodeset zones of its own, maybe FSx
     import yaml
 
-    from slurmgen.charts.compute import plan_zones
+    from charts.compute import plan_zones
     from slurmgen.spec._checks import nodeset_zones
     from slurmgen.spec._schema import with_defaults
     own = f", zones: {own_zones}" if own_zones else ""

@@ -36,7 +36,8 @@ def fork(tmp_path: Path) -> Path:
     repo.mkdir()
     for name in ("main.py", "cdk8s.yaml"):
         shutil.copy(REPO / name, repo / name)
-    shutil.copytree(REPO / "slurmgen", repo / "slurmgen", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("slurmgen", "charts", "apps"):
+        shutil.copytree(REPO / package, repo / package, ignore=shutil.ignore_patterns("__pycache__"))
     (repo / ".venv").symlink_to(REPO / ".venv")
     (repo / "clusters").mkdir()
     (repo / "clusters" / "t.yaml").write_text(SPEC)

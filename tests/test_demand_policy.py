@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from slurmgen.charts.policy import flat_file
+from charts.policy import flat_file
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
 
@@ -111,7 +111,7 @@ def test_slurm_conf_follows_the_policy(example):
 
 @pytest.mark.parametrize("extra,idle", [("min: 2, max: 4", 0), ("min: 2, max: 4, idleToZero: false", None)])
 def test_idle_replica_count(extra, idle):
-    from slurmgen.charts.autoscaling import scaled_object_spec
+    from charts.autoscaling import scaled_object_spec
 
     text = MINIMAL_SPEC.replace("instanceType: g5.xlarge}", f"instanceType: g5.xlarge, autoscale: {{{extra}}}}}")
     text += "autoscaling: {prometheusAddress: 'http://prom:9090'}\n"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slurmgen.charts.directory import COMMON_SESSION_PAM
+from charts.directory import COMMON_SESSION_PAM
 from slurmgen.pipeline import run
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC, assert_golden
@@ -235,7 +235,7 @@ def _spec_with(tls: str):
 
 
 def test_starttls_upgrades_plain_ldap_and_still_verifies():
-    from slurmgen.charts.directory import sssd_conf_template
+    from charts.directory import sssd_conf_template
 
     # GIVEN ldap:// URIs with tls.mode starttls WHEN sssd.conf is rendered
     text = sssd_conf_template(_spec_with("{mode: starttls, ca: {secret: {name: corp-ldap-ca, key: ca.crt}}}").directory)
@@ -244,7 +244,7 @@ def test_starttls_upgrades_plain_ldap_and_still_verifies():
 
 
 def test_the_explicit_opt_out_is_visible_in_sssd_conf():
-    from slurmgen.charts.directory import sssd_conf_template
+    from charts.directory import sssd_conf_template
 
     # GIVEN tls.mode none (the explicit opt-out) WHEN rendered THEN no TLS setting remains, and sssd is
     # told to take no passwords over the clear channel (it would refuse them anyway: ldap_auth.c)
@@ -254,7 +254,7 @@ def test_the_explicit_opt_out_is_visible_in_sssd_conf():
 
 
 def test_verification_can_be_turned_off_only_explicitly():
-    from slurmgen.charts.directory import sssd_conf_template
+    from charts.directory import sssd_conf_template
 
     text = sssd_conf_template(_spec_with("{verify: false}").directory)
     assert "ldap_tls_reqcert = never\n" in text and "ldap_tls_cacert" not in text

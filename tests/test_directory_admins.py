@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from slurmgen.charts import policy
+from charts import policy
 from slurmgen.pipeline import run
 from slurmgen.spec import parse_text
 from tests.test_directory import LDAP

@@ -144,7 +144,7 @@ def test_precreated_mode_refuses_a_bind_password_reference():
 
 def test_explain_without_a_directory_is_the_rendered_local_file():
     # GIVEN no directory and generated secrets WHEN sssd.conf is explained
-    from slurmgen.charts.secrets import DEFAULT_SSSD_CONF, effective_sssd_conf
+    from charts.secrets import DEFAULT_SSSD_CONF, effective_sssd_conf
     from tests.conftest import MINIMAL_SPEC
 
     text, why = effective_sssd_conf(parse_text("t.yaml", MINIMAL_SPEC))

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from slurmgen.charts.directory import sssd_conf_template, sssd_conf_text
-from slurmgen.charts.secrets import DEFAULT_SSSD_CONF
+from charts.directory import sssd_conf_template, sssd_conf_text
+from charts.secrets import DEFAULT_SSSD_CONF
 from slurmgen.spec import SpecError, parse_text
 
 DATA = Path(__file__).parent / "data"

@@ -56,7 +56,8 @@ def checkout(tmp_path: Path) -> Path:
     root = tmp_path / "slurmgen-checkout"
     root.mkdir()
     shutil.copy2(REPO / "main.py", root / "main.py")
-    shutil.copytree(REPO / "slurmgen", root / "slurmgen", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("slurmgen", "charts", "apps"):
+        shutil.copytree(REPO / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
     (root / ".venv").symlink_to(running_venv(), target_is_directory=True)
     return root
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from slurmgen.build import render
-from slurmgen.charts.autoscaling import partitions_of
+from charts.autoscaling import partitions_of
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from slurmgen import topology_labeler as lab
-from slurmgen.charts.slurm_cluster import CONFIG_FILES_HASH
+from charts.slurm_cluster import CONFIG_FILES_HASH
 from slurmgen.spec import parse_text
 from tests.conftest import SPECS, assert_golden
 

@@ -12,10 +12,10 @@ from typing import Any
 
 from constructs import Construct
 
-from .. import waves
-from ..quantity import memory_mib
-from ..spec import ClusterSpec
-from ..vocabulary import KEEP, SYNC_OPTIONS
+from slurmgen import waves
+from slurmgen.quantity import memory_mib
+from slurmgen.spec import ClusterSpec
+from slurmgen.vocabulary import KEEP, SYNC_OPTIONS
 from ._objects import emit, wave
 from .unit import SyncSettings, UnitChart
 

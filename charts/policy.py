@@ -47,9 +47,9 @@ from typing import Any, Iterable
 
 from constructs import Construct
 
-from .. import naming
-from ..spec import ClusterSpec
-from ..spec.model import Pairs, Policy, PolicyAccount, Qos
+from slurmgen import naming
+from slurmgen.spec import ClusterSpec
+from slurmgen.spec.model import Pairs, Policy, PolicyAccount, Qos
 from ._objects import emit, wave
 from .directory import ca_volumes
 from .secrets import sssd_secret

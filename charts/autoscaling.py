@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import naming
-from ..identity import uses_amp
-from ..spec import ClusterSpec, NodeSetSpec
-from ..spec.arn import amp_workspace
+from slurmgen import naming
+from slurmgen.identity import uses_amp
+from slurmgen.spec import ClusterSpec, NodeSetSpec
+from slurmgen.spec.arn import amp_workspace
 
 API = "keda.sh/v1alpha1"
 AWS_AUTH = "keda-aws-identity"  # TriggerAuthentication: sign Amazon Managed Prometheus queries as the operator

@@ -25,11 +25,11 @@ from typing import Any
 from constructs import Construct
 
 
-from .. import waves
-from ..spec import ClusterSpec
-from ..vocabulary import KEEP, SKIP_DRY_RUN, SYNC_OPTIONS
+from slurmgen import waves
+from slurmgen.spec import ClusterSpec
+from slurmgen.vocabulary import KEEP, SKIP_DRY_RUN, SYNC_OPTIONS
 from ._objects import emit, wave
-from .secrets import mariadb_root_secret
+from slurmgen.secret_refs import mariadb_root_secret
 from .unit import SyncSettings, UnitChart
 
 MARIADB_API = "k8s.mariadb.com/v1alpha1"

@@ -13,9 +13,9 @@ from typing import Any
 
 from constructs import Construct
 
-from .. import naming
-from .. import waves
-from ..spec import ClusterSpec
+from slurmgen import naming
+from slurmgen import waves
+from slurmgen.spec import ClusterSpec
 from ._objects import emit, wave
 from .unit import SyncSettings, UnitChart
 

@@ -36,12 +36,13 @@ from typing import Any
 
 from constructs import Construct
 
-from .. import identity
-from .. import waves
-from ..spec import ClusterSpec
-from ..spec.model import Directory, SecretKeyRef
+from slurmgen import identity
+from slurmgen import waves
+from slurmgen.secret_refs import PASSWORD, generated_secrets
+from slurmgen.spec import ClusterSpec
+from slurmgen.spec.model import Directory, SecretKeyRef
 from .directory import BIND_PASSWORD_KEY, BIND_READER, BIND_STORE, remote_ref, sssd_conf_template, sssd_conf_text
-from ..vocabulary import SKIP_DRY_RUN, SYNC_OPTIONS
+from slurmgen.vocabulary import SKIP_DRY_RUN, SYNC_OPTIONS
 from ._objects import emit, wave
 from .unit import SyncSettings, UnitChart
 
@@ -49,10 +50,6 @@ ESO = "external-secrets.io/v1"
 GENERATORS = "generators.external-secrets.io/v1alpha1"
 STORE = "aws-secrets-manager"
 
-# (length, digits) per generated value; all letters and digits, never symbols.
-SLURM_KEY = (1024, 256)
-JWT_KEY = (128, 32)
-PASSWORD = (32, 8)
 SSSD_SECRET = "slurm-sssd-conf"
 BACKUP_LABEL = "slurmgen.dev/backup"  # "required" on Secrets that exist nowhere else (generated, CreatedOnce)
 
@@ -88,17 +85,6 @@ def db_password_template(key: str, *, escape: bool) -> str:
             f'{{{{ if regexMatch `{unsafe}` $p }}}}'
             f'{{{{ fail "the database password contains {what}: slurmdbd.conf cannot hold it" }}}}'
             f'{{{{ end }}}}{{{{ {value} }}}}')
-
-
-def generated_secrets(spec: ClusterSpec) -> list[tuple[SecretKeyRef, tuple[int, int]]]:
-    """Every Secret the cluster needs, with its generated length: keys first, then database passwords."""
-    out = [(spec.secrets.slurm_key, SLURM_KEY), (spec.secrets.jwt_key, JWT_KEY)]
-    db = spec.accounting.database
-    if spec.accounting.enabled:
-        out.append((db.password_secret, PASSWORD))
-        if db.managed:
-            out.append((mariadb_root_secret(spec), PASSWORD))
-    return out
 
 
 def password_spec(key: str, length: int, digits: int) -> dict[str, Any]:
@@ -154,10 +140,6 @@ def grafana_admin_objects(spec: ClusterSpec) -> list[dict[str, Any]]:
         "dataFrom": [{"sourceRef": {"generatorRef": {"apiVersion": GENERATORS, "kind": "Password",
                                                      "name": GRAFANA_ADMIN}}}]}}
     return [generator, external]
-
-
-def mariadb_root_secret(spec: ClusterSpec) -> SecretKeyRef:
-    return SecretKeyRef(name="mariadb-root", key="password")
 
 
 def sssd_secret(spec: ClusterSpec) -> SecretKeyRef:

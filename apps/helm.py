@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .. import identity
-from ..catalog.registries import eks_addon_registry
-from ..charts.secrets import GRAFANA_ADMIN, GRAFANA_PASSWORD_KEY, GRAFANA_USER_KEY, grafana_admin_objects
-from ..plan import GPU_PRESENT_LABEL, NODEPOOL_LABEL
-from ..spec import ClusterSpec
-from .. import waves
+from slurmgen import identity
+from slurmgen.catalog.registries import eks_addon_registry
+from charts.secrets import GRAFANA_ADMIN, GRAFANA_PASSWORD_KEY, GRAFANA_USER_KEY, grafana_admin_objects
+from slurmgen.plan import GPU_PRESENT_LABEL, NODEPOOL_LABEL
+from slurmgen.spec import ClusterSpec
+from slurmgen import waves
 
 # Cluster-scoped kinds the charts install, for the AppProject whitelist.
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from cdk8s import Chart
 from constructs import Construct
 
-from ..spec import ClusterSpec
+from slurmgen.spec import ClusterSpec
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec import ClusterSpec
-from ..spec.model import Directory
+from slurmgen.spec import ClusterSpec
+from slurmgen.spec.model import Directory
 
 BIND_PASSWORD_KEY = "bindPassword"  # the ExternalSecret's data key the template reads
 # A pre-created bind password Secret is read through its own store and identity (charts/secrets.py).

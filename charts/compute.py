@@ -14,10 +14,10 @@ from typing import Any, Mapping
 
 from constructs import Construct
 
-from .. import naming
-from .. import waves
-from ..plan import ARCH_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NodeSetPlan
-from ..spec import ClusterSpec
+from slurmgen import naming
+from slurmgen import waves
+from slurmgen.plan import ARCH_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NodeSetPlan
+from slurmgen.spec import ClusterSpec
 from ._objects import emit, wave
 from .storage import STARTUP_TAINT
 from .unit import SyncSettings, UnitChart

@@ -28,12 +28,12 @@ from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
-from . import yamltext
+#: libyaml's emitter (in the pinned PyYAML wheel, `yaml.__with_libyaml__`); PyYAML's own in Python
+#: only where the wheel was built without it.
+_Base: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-_Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-
-class _Dumper2(_Dumper):  # type: ignore[misc, valid-type]
+class _Dumper(_Base):  # type: ignore[misc, valid-type]
     """Block-style YAML; multi-line strings as literal blocks so config files stay readable in diffs;
     a value used twice is written twice, never as an `&id001` anchor and `*id001` alias."""
 
@@ -46,21 +46,13 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_Dumper2.add_representer(str, _str)
-
-
-def pyyaml_dump(obj: Any) -> str:
-    """One object as YAML text: key order as given (apiVersion, kind, metadata first), no line folding."""
-    return yaml.dump(obj, Dumper=_Dumper2, sort_keys=False, default_flow_style=False,
-                     allow_unicode=True, width=1 << 30)
-
-
-_SPELLING = yamltext.Spelling(pyyaml_dump)
+_Dumper.add_representer(str, _str)
 
 
 def dump(obj: Any) -> str:
-    """`pyyaml_dump(obj)`, byte for byte, written by yamltext (about 4x faster for rendered objects)."""
-    return yamltext.text(obj, _SPELLING)
+    """One object as YAML text: key order as given (apiVersion, kind, metadata first), no line folding."""
+    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=1 << 30)
 
 
 def write_tree(root: Path, files: Mapping[str, Any]) -> None:

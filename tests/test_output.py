@@ -6,6 +6,9 @@ import os
 import stat
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slurmgen import output
 from slurmgen.output import dump, read_tree, replace_dir
@@ -17,6 +20,37 @@ def test_dump_keeps_key_order_and_literal_blocks():
     assert text.splitlines()[:3] == ["apiVersion: v1", "kind: ConfigMap", "metadata:"]
     assert "a.conf: |\n    A=1\n    B=2\n" in text
     assert "n: '8080'" in text and "'yes': 'yes'" in text  # strings stay strings
+
+
+def test_a_value_used_twice_is_written_twice():
+    # GIVEN an object holding the same dict and list object twice (a chart may reuse a literal)
+    shared_map, shared_list = {"k": "v"}, ["a", {"b": 1}]
+    obj = {"one": shared_map, "two": shared_map, "three": shared_list, "four": [shared_list, shared_map]}
+    # WHEN written / THEN each use is written out in full, no `&id001` anchor or `*id001` alias
+    text = dump(obj)
+    assert "&id" not in text and "*id" not in text
+    assert text.count("k: v") == 3
+
+
+#: Characters that change how a string must be spelled: indicators, comment and mapping marks,
+#: quotes, digits and signs (numbers, dates, times), spaces and line breaks, and non-ASCII.
+TRICKY = "aZ09 .:-_/@=+#,'\"!&*?|>%`[]{}~\n\t\r\\éü中\u2028\x85"
+STRINGS = st.one_of(
+    st.text(alphabet=TRICKY, max_size=12),
+    st.sampled_from(["true", "no", "On", "null", "~", "1.5", "0x1F", "1_000", "12:30", "2026-12-01", "=", "<<",
+                     "-", "---", "...", "a: b", "a #b", " lead", "trail ", "x\n", "x\n\n", "\nx", "x \ny",
+                     ".inf", "1e5", "+1", "0o17", "k" * 130]),
+)
+TREES = st.recursive(st.one_of(STRINGS, st.integers(), st.booleans(), st.none()), lambda children: st.one_of(
+    st.lists(children, max_size=4), st.dictionaries(STRINGS, children, max_size=4)), max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(STRINGS, TREES, max_size=4))
+def test_what_is_written_reads_back_as_the_same_object(obj):
+    # GIVEN any map of strings (YAML 1.1 look-alikes of booleans, numbers and dates among them),
+    # integers, booleans, nulls, lists and maps / WHEN written / THEN a YAML reader gets it back
+    assert yaml.safe_load(dump(obj)) == obj
 
 
 def test_replace_dir_removes_files_of_objects_that_are_gone(tmp_path):

@@ -13,8 +13,8 @@ Kubernetes extensions, not JSON Schema, so `to_strict_schema()` translates it:
 - `x-kubernetes-int-or-string: true` means integer or string;
 - `x-kubernetes-list-type: set` means unique items;
 - OpenAPI 3.0 boolean `exclusiveMinimum`/`exclusiveMaximum` become JSON Schema numbers;
-- Go (RE2) patterns: an unescaped `$` (and `\\z`) means end of text, as in Go, not
-  "before a final newline" as in Python;
+- Go (RE2) patterns: spelled with Go's meaning for Rust's regex (`patterns.go_pattern`: end of
+  text, ASCII classes, the dot), the CRD's own spelling kept as `x-go-pattern` for messages;
 - `metadata` at the top is replaced by the caller's ObjectMeta schema (the CRD only says
   `type: object` there; the API server validates ObjectMeta itself);
 - kept: type, properties, items, required, enum, pattern, format, min/max*, multipleOf.
@@ -26,7 +26,6 @@ are skipped; neither are `x-kubernetes-list-type: map` key uniqueness nor defaul
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ import yaml
 
 from ..spec._yaml import load_documents
 from .core import SchemaUnavailable
-from .patterns import go_pattern
+from .patterns import compiles, go_pattern
 
 __all__ = [
     "FALLBACK_METADATA", "CrdIndex", "CrdVersion", "go_pattern", "strict_body", "to_strict_schema", "with_metadata",
@@ -365,15 +364,12 @@ def _convert_bounds(node: Mapping[str, Any], out: dict[str, Any]) -> None:
 
 
 def _convert_pattern(pattern: str, out: dict[str, Any]) -> None:
-    python = go_pattern(pattern)
-    try:
-        re.compile(python)
-    except re.error:
-        return  # an RE2 construct Python lacks: skip the check rather than fail the run
-    out["pattern"] = python
-    if python != pattern:
-        # the CRD's own spelling: for error messages, and translated for the pre-check (for_precheck)
-        out["x-go-pattern"] = pattern
+    spelled = go_pattern(pattern)
+    if not compiles(spelled):
+        return  # an RE2 construct Rust's regex lacks: skip the check rather than fail the run
+    out["pattern"] = spelled
+    if spelled != pattern:
+        out["x-go-pattern"] = pattern  # the CRD's own spelling, for error messages
 
 
 def _allow_null(out: dict[str, Any]) -> None:

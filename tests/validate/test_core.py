@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import datetime
 import time
 
 import pytest
@@ -235,6 +236,44 @@ def test_service_spec_and_pvc_sub_schemas(core: CoreSchemas) -> None:
     assert schema_issues(core.persistent_volume_claim, claim) == []
     claim["spec"]["storageClass"] = "gp3"
     assert schema_issues(core.persistent_volume_claim, claim)[0][0] == ("spec", "storageClass")
+
+
+@pytest.mark.parametrize(("schema", "good", "bad", "message"), [
+    # our format checks, not jsonschema-rs's own (its date-time is not RFC 3339 as the API server reads it)
+    ({"type": "string", "format": "byte"}, "aGVsbG8=", "hello!", "'hello!' is not base64 (format 'byte')"),
+    ({"type": "string", "format": "date-time"}, "2026-12-01T18:00:00Z", "2026-12-01 18:00",
+     "'2026-12-01 18:00' is not an RFC 3339 date-time"),
+    # numbers: the Go decoder refuses what overflows the field
+    ({"type": "integer", "format": "int32"}, 2**31 - 1, 2**31, "2147483648 is out of range for int32"),
+    ({"type": "integer", "format": "int64"}, -(2**63), -(2**63) - 1, "-9223372036854775809 is out of range for int64"),
+    # other formats are annotations, as they were: a value they would refuse passes, the type still counts
+    ({"type": "string", "format": "uri"}, "not a uri", 1, "1 is not of type 'string'"),
+    ({"enum": ["In", "NotIn"]}, "In", "in", "'in' is not one of ['In', 'NotIn']"),
+])
+def test_formats_and_messages(core: CoreSchemas, schema: dict, good: object, bad: object, message: str) -> None:
+    # given a schema with a checked format or a constraint / when compiled by the one engine
+    checked = core.validator_for(schema)
+    # then the good value passes and the bad one is one line saying what is wrong, values as in YAML specs
+    assert schema_issues(checked, good) == []
+    assert schema_issues(checked, bad) == [((), message)]
+
+
+@pytest.mark.parametrize(("data", "issue"), [
+    ({"image": "x", 1: "y"}, ((), "cannot be checked: key 1 is not a string")),
+    ({"image": "x", "env": [{"name": "A", "value": datetime.date(2026, 1, 1)}]},
+     (("env", 0, "value"), "cannot be checked: a date is not JSON data")),
+])
+def test_data_that_is_not_json_is_one_problem_at_its_path(core: CoreSchemas, data: dict, issue: tuple) -> None:
+    # given a container holding a value no JSON (and no API server) holds / when validated
+    # then one issue names where it is, instead of an exception from the engine
+    assert schema_issues(core.container_unnamed, data) == [issue]
+
+
+def test_a_schema_the_engine_refuses_is_schema_unavailable(core: CoreSchemas) -> None:
+    # given a schema that is not JSON Schema (a type that does not exist) / when compiled
+    # then one plain error, which the run reports as "cannot validate the rendered objects: ..."
+    with pytest.raises(SchemaUnavailable, match="a schema cannot be compiled"):
+        core.validator_for({"type": "integr"})
 
 
 def test_validators_are_cached(core: CoreSchemas) -> None:

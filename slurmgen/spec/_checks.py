@@ -115,7 +115,7 @@ def no_reserved_slurm_names(spec: dict[str, Any]) -> Iterator[Finding]:
             yield f"partitions[{index}].name", "'default' is reserved by Slurm; set default: true on a partition instead"
 
 
-# Names that belong to Kubernetes or Argo CD, the one list the spec is checked against (issue 23 B).
+# Names that belong to Kubernetes or Argo CD, the one list the spec is checked against.
 # Kubernetes creates these namespaces itself (kube-apiserver's system namespaces controller:
 # default, kube-system, kube-public, kube-node-lease); Argo CD installs into `argocd` and creates
 # the AppProject `default` every Application without a project uses (argo-cd v3

@@ -222,7 +222,8 @@ def client_conf(spec: ClusterSpec) -> str:
 
 def load_script(spec: ClusterSpec) -> str:
     """The Job's script: load, set what load skips, remove what the spec dropped, admin levels, verify."""
-    parts = [_script("accounts-load.sh"), _script("qos-create.sh"), _script("accounts-apply.sh")]
+    parts = [_script("accounts-load.sh"), _script("wait-slurmdbd.sh"), _script("qos-create.sh"),
+             _script("accounts-apply.sh")]
     if admin_groups(spec):
         parts.append(_script("admin-levels.sh"))
     parts.append(_script("accounts-verify.sh"))
@@ -273,7 +274,7 @@ def bootstrap_pod(spec: ClusterSpec) -> dict[str, list[dict[str, Any]]]:
     container = {
         "name": BOOTSTRAP_CONTAINER,
         "image": spec.images.for_component("login"),
-        "command": ["/bin/sh", "-c", _script("qos-bootstrap.sh") + _script("qos-create.sh")],
+        "command": ["/bin/sh", "-c", _script("qos-bootstrap.sh") + _script("wait-slurmdbd.sh") + _script("qos-create.sh")],
         "env": [{"name": "STATE_DIR", "value": state}, {"name": "ACCOUNTS_DIR", "value": MOUNT},
                 {"name": "DBD_TRIES", "value": str(BOOTSTRAP_TRIES)}],
         "volumeMounts": [*mounts, {"name": STATE_VOLUME, "mountPath": state}],

@@ -1,3 +1,14 @@
+# TRES such as gres/gpu exist once slurmctld has registered them; a limit on an unknown one fails the load
+i=0
+while :; do
+  sacctmgr -nP show tres format=type,name | awk -F'|' '{print ($2 == "" ? $1 : $1 "/" $2)}' > $t/tres
+  grep -vxF -f $t/tres "$cfg/required-tres" > $t/no-tres || true
+  [ -s $t/no-tres ] || break
+  i=$((i + 1)); [ "$i" -le "$tries" ] || {
+    echo "slurmdbd has no TRES $(tr '\n' ' ' < $t/no-tres)after $((tries * 5)) s: has slurmctld started?" >&2; exit 1; }
+  sleep 5
+done
+
 # the whole file, once every QoS exists (scripts/qos-create.sh runs before this part)
 sacctmgr -i load file="$cfg/accounts.cfg"
 

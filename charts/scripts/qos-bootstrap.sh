@@ -24,9 +24,3 @@ fi
 #    slurmctld has registered them (scripts/qos-create.sh follows this one).
 [ -s "$cfg/qos-bootstrap" ] || exit 0
 t=$(mktemp -d)
-tries=${DBD_TRIES:-60}
-i=0
-until sacctmgr -n ping >/dev/null 2>&1; do
-  i=$((i + 1)); [ "$i" -le "$tries" ] || { echo "slurmdbd did not answer for $((tries * 5)) s" >&2; exit 1; }
-  sleep 5
-done

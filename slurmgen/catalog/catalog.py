@@ -307,6 +307,16 @@ def _default_catalog() -> Catalog:
     return Catalog(*_default_index())
 
 
+def read_site_csv(path: Path, what: str, advice: str, error: type[Exception]) -> str:
+    """A site's csv beside the specs, bounded; a read problem is one `error` line naming the file."""
+    try:
+        return read_text(path, max_bytes=SITE_CSV_MAX_BYTES, advice=advice)
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+    except UnreadableFile as exc:
+        raise error(f"{path}: {exc}") from None
+
+
 def load_catalog(extra: Path | None = None) -> Catalog:
     """Packaged catalog, optionally overlaid by a site csv of the same format (site rows win).
 
@@ -314,12 +324,7 @@ def load_catalog(extra: Path | None = None) -> Catalog:
     """
     if extra is None:
         return _default_catalog()
-    try:
-        text = read_text(Path(extra), max_bytes=SITE_CSV_MAX_BYTES, advice="list only the site's own instance types")
-    except OSError as exc:
-        raise CatalogError(f"{extra}: cannot read instance catalog: {exc.strerror or exc}") from exc
-    except UnreadableFile as exc:
-        raise CatalogError(f"{extra}: {exc}") from None
+    text = read_site_csv(Path(extra), "instance catalog", "list only the site's own instance types", CatalogError)
     return Catalog(*_default_index(), site=parse_catalog(text, str(extra)), site_origin=str(extra))
 
 

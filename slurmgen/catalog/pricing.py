@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .._input import UnreadableFile, read_text
+from .catalog import read_site_csv
+
 
 COLUMNS: tuple[str, ...] = ("region", "instance_type", "usd_per_hour")
 DEFAULT_CSV_NAME = "prices.csv"
 SITE_CSV_NAME = "prices.csv"  # beside the specs: clusters/prices.csv
-SITE_CSV_MAX_BYTES = 4 * 1024 * 1024
 _REGION_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]+$")
 _TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 _PRICE_RE = re.compile(r"^[0-9]+(\.[0-9]+)?$")
@@ -106,12 +106,7 @@ def load_prices(extra: Path | None = None) -> Prices:
     base = _default()
     if extra is None:
         return base
-    try:
-        text = read_text(Path(extra), max_bytes=SITE_CSV_MAX_BYTES, advice="list only the site's own prices")
-    except OSError as exc:
-        raise PriceError(f"{extra}: cannot read prices: {exc.strerror or exc}") from exc
-    except UnreadableFile as exc:
-        raise PriceError(f"{extra}: {exc}") from None
+    text = read_site_csv(Path(extra), "prices", "list only the site's own prices", PriceError)
     site = parse_prices(text, str(extra))
     return Prices({**base.table, **site}, f"{base.origin}; {extra.name} for {len(site)} row(s)")
 

@@ -10,7 +10,6 @@ labeler's assignment and on the one the former labeler made (b0:2 b1:1 b2:1: -N4
 from __future__ import annotations
 
 import os
-import pwd
 import re
 import shutil
 import socket
@@ -27,7 +26,7 @@ from slurmgen.spec import parse_text
 from slurmgen.topology import labeler_config, topology_yaml
 from tests.block_placement import fits
 from tests.conftest import REQUIRE_SHARED, need_shared
-from tests.deep.harness import PREFIX, SHARED_SLURM
+from tests.deep.harness import PREFIX, SHARED_SLURM, prepare_machine
 SPEC = Path(__file__).with_name("block_cluster.yaml")
 # Kubernetes nodes of the Capacity Block: three under network node x, three alone.
 DOMAINS = {"x1": "nn-x", "x2": "nn-x", "x3": "nn-x", "w1": "nn-w", "y1": "nn-y", "z1": "nn-z"}
@@ -131,13 +130,8 @@ def _prerequisites() -> None:
     build = need_shared(SHARED_SLURM)
     if os.geteuid() != 0:
         _skip("deep test: needs root (slurmd starts jobs as their user; daemons need private mounts)")
-    if not PREFIX.exists():
-        PREFIX.symlink_to(build.resolve())
-    try:
-        pwd.getpwnam("slurm")
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "slurm"],
-                       check=True, timeout=WAIT)
+    assert build.resolve() == SHARED_SLURM.resolve()
+    prepare_machine()  # the build's prefix and the `slurm` user (tests/deep/harness.py)
     if shutil.which("unshare") is None:
         _skip("deep test: needs unshare (util-linux) for the daemons' private /run")
 

@@ -326,3 +326,21 @@ def test_every_release_declares_the_cluster_scoped_kinds_its_chart_templates_cre
             assert not missing, f"{release.chart}: {sorted(missing)} not in cluster_kinds"
             checked += 1
     assert checked >= 8
+
+
+def test_crd_applications_keep_their_crds_when_deleted(rendered):
+    crd_apps = 0
+    for cluster in rendered.values():
+        for rel, obj in cluster.files.items():
+            name = obj["metadata"]["name"]
+            if obj["kind"] == "Application" and name.endswith(("slurm-operator-crds", "mariadb-operator-crds")):
+                assert "Delete=false" in obj["spec"]["syncPolicy"]["syncOptions"], rel
+                crd_apps += 1
+    assert crd_apps > len(rendered)  # slurm-operator-crds in every cluster, mariadb-operator-crds in some
+
+
+def test_service_monitor_only_where_a_prometheus_operator_is_known(rendered):
+    metrics = {name: c.files["slurm/controller-slurm.yaml"]["spec"]["metrics"] for name, c in rendered.items()}
+    assert metrics["example"]["serviceMonitor"]["enabled"] is True      # set explicitly (blueprint's Prometheus)
+    assert metrics["training"]["serviceMonitor"]["enabled"] is True     # kube-prometheus-stack enabled here
+    assert "serviceMonitor" not in metrics["dev"] and "serviceMonitor" not in metrics["prod"]

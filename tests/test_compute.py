@@ -95,3 +95,38 @@ def test_device_plugins_only_where_needed(rendered):
     efa = rendered["training"].files["apps/application-training-aws-efa-k8s-device-plugin.yaml"]
     tolerated = {t["key"] for t in efa["spec"]["source"]["helm"]["valuesObject"]["tolerations"]}
     assert tolerated == {"nvidia.com/gpu", "aws.amazon.com/neuron", "slurmgen.dev/compute"}
+
+
+def test_slurmd_has_no_cpu_or_memory_limits(rendered):
+    # Slurm's share is written explicitly (CoreSpecCount, RealMemory: tests/test_slurm_conf.py); limits
+    # would make the entrypoint add its own, and the operator after v1.2.1 puts an empty Topology=
+    # before them (slurm-operator#261)
+    nodesets = [(rel, obj) for c in rendered.values() for rel, obj in c.files.items() if obj["kind"] == "NodeSet"]
+    assert len(nodesets) == sum(len(c.spec.nodesets) for c in rendered.values())
+    for rel, obj in nodesets:
+        limits = obj["spec"]["slurmd"]["resources"].get("limits", {})
+        assert not {"cpu", "memory"} & set(limits), rel
+        assert {"cpu", "memory"} <= set(obj["spec"]["slurmd"]["resources"]["requests"]), rel
+
+
+def test_shm_never_exceeds_half_the_pod_memory(rendered):
+    checked = 0
+    for cluster in rendered.values():
+        for rel, obj in cluster.files.items():
+            if obj["kind"] != "NodeSet":
+                continue
+            memory_mi = int(obj["spec"]["slurmd"]["resources"]["requests"]["memory"].rstrip("Mi"))
+            for volume in obj["spec"]["template"]["spec"].get("volumes", []):
+                if volume.get("emptyDir", {}).get("medium") == "Memory":
+                    size = volume["emptyDir"]["sizeLimit"]
+                    size_mi = int(size[:-2]) * (1024 if size.endswith("Gi") else 1)
+                    assert size_mi <= memory_mi // 2, (rel, size)
+                    checked += 1
+    assert checked >= 4  # the GPU nodesets of the examples mount a memory-backed /dev/shm
+
+
+def test_a_whole_node_keeps_its_cpu_layout_and_reserves_the_cores_beyond_the_request():
+    spec = parse_text("t.yaml", MINIMAL_SPEC.replace("instanceType: g5.xlarge}", "instanceType: p5.48xlarge}"))
+    [cluster] = render([spec])
+    conf = cluster.files["slurm/nodeset-slurm-worker-gpu.yaml"]["spec"]["extraConf"].split(" ")
+    assert not [c for c in conf if c.startswith("CPUs=")] and "CoreSpecCount=2" in conf and "Gres=gpu:h100:8" in conf

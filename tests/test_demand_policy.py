@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from charts.autoscaling import partitions_of
 from charts.policy import flat_file
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
@@ -117,3 +118,13 @@ def test_idle_replica_count(extra, idle):
     text += "autoscaling: {prometheusAddress: 'http://prom:9090'}\n"
     spec = parse_text("t.yaml", text)
     assert scaled_object_spec(spec, spec.nodesets[0]).get("idleReplicaCount") == idle
+
+
+def test_autoscaling_counts_own_partitions_when_there_are_some(rendered):
+    spec = rendered["example"].spec
+    assert partitions_of(spec, "spot") == ["backfill"]
+    shared_only = parse_text("t.yaml", MINIMAL_SPEC.replace(
+        "nodesets: [{name: gpu, instanceType: g5.xlarge}]",
+        "nodesets: [{name: gpu, instanceType: g5.xlarge}, {name: cpu, instanceType: m7i.xlarge}]").replace(
+        "partitions: [{name: gpu, nodesets: [gpu]}]", "partitions: [{name: all, nodesets: [gpu, cpu]}]"))
+    assert partitions_of(shared_only, "gpu") == ["all"]

@@ -287,3 +287,13 @@ def test_every_combination_of_spot_and_autoscale_defaults_as_documented():
         ns = {"capacityType": capacity, "autoscale": autoscale}
         assert include_in_all(ns) == (capacity != "spot" and autoscale is None)
         assert include_in_all({**ns, "includeInAll": True}) is True
+
+
+def test_every_partition_has_a_default_memory_per_job(rendered):
+    for cluster in rendered.values():
+        conf = cluster.files["slurm/controller-slurm.yaml"]["spec"]["extraConf"]
+        lines = [line for line in conf.splitlines() if line.startswith("PartitionName=")]
+        assert all("DefMemPer" in line for line in lines), cluster.spec.name
+        for rel, obj in cluster.files.items():
+            if obj["kind"] == "NodeSet" and "partition" in obj["spec"]:
+                assert "DefMemPer" in obj["spec"]["partition"]["config"], rel

@@ -240,18 +240,34 @@ def test_almost_every_catalog_type_is_sized_for_a_whole_node_pod():
     assert 1200 < len(SIZABLE) < len(CATALOG)
 
 
-@pytest.mark.parametrize("instance", SIZABLE)
-def test_whole_node_core_spec_leaves_slurm_the_request_in_whole_cores(instance):
+def test_whole_node_core_spec_leaves_slurm_the_request_in_whole_cores():
+    # GIVEN every sizable catalog type, sized as a whole-node pod
+    for instance in SIZABLE:
+        it = CATALOG[instance]
+        shape = pod_resources(it, reserve=DEFAULT_RESERVE)
+        conf = slurm_node_conf(it, shape)
+        per_core_m = 1000 * threads_per_core(it)
+        usable = it.vcpu // threads_per_core(it) - int(conf.get("CoreSpecCount", "0"))
+        # THEN Slurm keeps at least one core, never more cores than the request holds (but for that
+        # one), and the most that fit: one core more would exceed the request
+        assert usable >= 1, instance
+        assert usable * per_core_m <= shape.cpu_m or usable == 1, instance
+        assert (usable + 1) * per_core_m > shape.cpu_m, instance
+        # AND CoreSpecCount is only written when it reserves something
+        assert conf.get("CoreSpecCount") != "0", instance
+
+
+@pytest.mark.parametrize(("instance", "core_spec", "usable_cpus"), [
+    ("p5.48xlarge", "2", 188),    # 96 cores, the request holds 94.76: 2 reserved, 94 x 2 threads
+    ("m6i.large", None, 2),        # 1 core: it stays Slurm's even though the request is 1.93 CPUs
+    ("hpc7a.96xlarge", "3", 189),  # SMT off: 192 cores of one thread, 189.53 requested
+])
+def test_core_spec_count_on_known_types(instance, core_spec, usable_cpus):
     it = CATALOG[instance]
-    shape = pod_resources(it, reserve=DEFAULT_RESERVE)
-    conf = slurm_node_conf(it, shape)
-    cores = it.vcpu // threads_per_core(it)
-    usable = cores - int(conf.get("CoreSpecCount", "0"))
-    # THEN Slurm keeps the request floored to whole cores (at least one core) and never more
-    assert usable == max(1, shape.cpu_m // (1000 * threads_per_core(it)))
-    assert usable * threads_per_core(it) * 1000 <= shape.cpu_m or usable == 1
-    # AND CoreSpecCount is only written when it reserves something
-    assert conf.get("CoreSpecCount") != "0"
+    conf = slurm_node_conf(it, pod_resources(it, reserve=DEFAULT_RESERVE))
+    assert conf.get("CoreSpecCount") == core_spec
+    usable = it.vcpu // threads_per_core(it) - int(conf.get("CoreSpecCount", "0"))
+    assert usable * threads_per_core(it) == usable_cpus
 
 
 def test_a_cpu_spec_list_from_the_user_replaces_our_core_spec_count():

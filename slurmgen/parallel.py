@@ -15,8 +15,9 @@ name, so the output is the same bytes whoever rendered what (tests/test_parallel
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import os
-import signal
+import threading
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -171,26 +172,31 @@ _CATALOGS: dict[Path | None, Any] = {}
 _CLAIMS: list[Claims] = []
 
 
-def _adopt(claims: Claims, parent: int) -> None:
+def _adopt(claims: Claims) -> None:
     """Worker initializer: take the shared counter (it can only be handed over when the process
-    starts), and end with the process that started it, however that one ends (Linux: the parent
-    death signal), so no worker and no kernel outlives a killed run."""
+    starts), and end with the process that started it, however that one ends."""
     _CLAIMS[:] = [claims]
-    _die_with(parent)
+    _exit_with_parent()
 
 
-def _die_with(parent: int) -> None:
-    """SIGKILL this process when `parent` exits (prctl PR_SET_PDEATHSIG; Linux only), and exit now
-    if it is gone already. Without it a worker holds both ends of its pipes and never sees EOF."""
-    try:
-        import ctypes
+def _exit_with_parent() -> None:
+    """Exit this worker as soon as the process that spawned it is gone, even killed outright.
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the caller's unwinding stops the workers
+    Why: an idle worker waits on its task pipe, whose other end it holds too, so it would never see
+    the end of a SIGKILLed caller and would outlive it with its jsii kernel. multiprocessing gives
+    each spawned process its parent's sentinel (a pipe end that turns readable when the parent
+    exits, on every platform); a daemon thread waits on it. The worker's kernel then sees the end
+    of its own pipe and exits too.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:  # pragma: no cover - not started by multiprocessing
         return
-    if os.getppid() != parent:
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
         os._exit(1)
+
+    threading.Thread(target=watch, name="slurmgen-parent-watch", daemon=True).start()
 
 
 def warm_up(site_csv: Path | None, cpu: int | None = None) -> None:
@@ -236,7 +242,7 @@ class Workers:
         context = multiprocessing.get_context("spawn") if count > 0 else None
         self.claims = Claims(context)
         self.pools = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_adopt,
-                                          initargs=(self.claims, os.getpid())) for _ in range(max(0, count))]
+                                          initargs=(self.claims,)) for _ in range(max(0, count))]
         self.processes = 1 + len(self.pools)
         for index, pool in enumerate(self.pools, start=1):
             pool.submit(warm_up, site_csv, cpu_for(index, self.processes))

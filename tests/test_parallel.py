@@ -80,7 +80,7 @@ def test_every_cluster_is_taken_exactly_once_across_processes():
     context = multiprocessing.get_context("spawn")
     claims = parallel.Claims(context)
     specs = list(range(400))
-    pools = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=parallel._adopt, initargs=(claims, os.getpid()))
+    pools = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=parallel._adopt, initargs=(claims,))
              for _ in range(2)]
     try:
         futures = [pool.submit(_take_all, specs) for pool in pools]
@@ -420,7 +420,7 @@ def test_a_killed_run_leaves_no_worker_and_no_kernel(tmp_path):
     # WHEN the main process is killed outright (the OOM killer, SIGKILL): no unwinding at all
     proc.kill()
     proc.communicate(timeout=60)
-    # THEN its worker dies with it (parent death signal) and every kernel with its interpreter
+    # THEN its worker dies with it (it watches its parent's sentinel) and every kernel with its interpreter
     assert _gone(tag) == []
 
 

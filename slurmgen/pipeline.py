@@ -138,12 +138,10 @@ class Result:
         return sorted(p.name for p in out.iterdir()
                       if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and p.name not in names)
 
-    def changed_trees(self, out: Path, pending: Iterable[str] = ()) -> dict[str, dict[str, str]]:
+    def changed_trees(self, out: Path) -> dict[str, dict[str, str]]:
         """cluster -> path -> text of every cluster whose `out/<cluster>/` does not already hold exactly
-        this render, and of those named in `pending` (an interrupted earlier write left them mixed):
-        a fleet where one cluster changed rewrites one folder."""
-        again = set(pending)
-        return {c.spec.name: self.texts(c) for c in self.clusters if c.spec.name in again or not self.unchanged(out, c)}
+        this render: a fleet where one cluster changed rewrites one folder."""
+        return {c.spec.name: self.texts(c) for c in self.clusters if not self.unchanged(out, c)}
 
     def compare(self, out: Path) -> list[str]:
         """Readable drift between this render and `out/`: one line per file, then a short diff."""

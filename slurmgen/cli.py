@@ -185,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with _signals_unwind():
         started = launch(spec_paths, use_cache=use_cache,
                          processes=max(1, args.workers) if args.workers is not None else None)
-        from .pipeline import InputError, Stopwatch, run
+        from .pipeline import InputError, run
+        from .timing import Stopwatch
 
         try:
             result = run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started)

@@ -6,10 +6,13 @@ cluster), so a fleet renders on several CPUs at once. Workers are started with `
 child process and its socket must never be forked mid-use. Each worker starts before the specs are
 loaded (Workers) and loads the catalog itself (it is not picklable). Then the caller and the
 workers take clusters one at a time from one shared list (Claims, heaviest first), so a worker
-that started late, or a cluster that costs more, never leaves one process waiting for another:
-the work ends at most one cluster apart. Each renders, checks, validates and dumps what it took
-and returns plain data; the caller keeps its own spec objects and merges results by cluster
-name, so the output is the same bytes whoever rendered what (tests/test_parallel.py).
+that started late, a cluster that costs more or another program on the CPUs never leaves one
+process waiting for another: the work ends at most one cluster apart. Each process renders with
+render.render_all (the next cluster renders while a helper thread checks the last) and workers
+return plain data; the caller merges by cluster name, so the output is the same bytes whoever
+rendered what (tests/test_parallel.py). Measured against the simpler schemes (docs/benchmark.md):
+a static split by weight cost 13 % of a 40-cluster synth, handing clusters out one at a time
+from this process 20 %.
 """
 
 from __future__ import annotations
@@ -18,15 +21,14 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 if TYPE_CHECKING:  # annotations only: this module is imported first, by the CLI and each worker
-    from .plan import NodeSetPlan
+    from .rendered import Rendered
     from .spec import ClusterSpec
 
 #: Peak memory (summed RSS of the process tree) allowed by default; SLURMGEN_MEMORY_MB raises it.
@@ -42,20 +44,6 @@ EXTRA_PROCESS_MB = 180
 MIN_CLUSTERS_PER_PROCESS = 4
 #: Seconds to wait for the claim counter's lock, held a few microseconds by whoever claims.
 CLAIM_TIMEOUT = 5.0
-
-
-@dataclass
-class Rendered:
-    """One cluster as a worker returns it: plain data, no cdk8s or spec objects."""
-
-    name: str
-    plans: dict[str, NodeSetPlan]
-    files: dict[str, Any]
-    texts: dict[str, str]
-    problems: list[str]
-    timings: dict[str, float] = field(default_factory=dict)
-
-
 def cpu_count() -> int:
     """CPUs this process may run on (the affinity mask, not the machine's count)."""
     try:
@@ -126,8 +114,8 @@ def weight(spec: ClusterSpec) -> int:
     return 8 + len(spec.nodesets)
 
 
-def claim_order(specs: Sequence[ClusterSpec]) -> list[ClusterSpec]:
-    """The order clusters are taken in: heaviest first (the last ones taken are the quick ones, so
+def heaviest_first(specs: Sequence[ClusterSpec]) -> list[ClusterSpec]:
+    """The order clusters are taken in: heaviest first (the last ones are the quick ones, so
     the processes finish close together), then by name."""
     return sorted(specs, key=lambda s: (-weight(s), s.name))
 
@@ -211,32 +199,24 @@ def warm_up(site_csv: Path | None, cpu: int | None = None) -> None:
 
 
 def render_claimed(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: Path | None) -> list[Rendered]:
-    """Render, check, validate and dump the clusters of `specs` this worker claims (its whole job)."""
-    from . import build, pipeline, verify
+    """Render, check, validate and dump the clusters of `specs` this worker claims (its whole job);
+    its timings ride on the first."""
     from .catalog.catalog import load_catalog
+    from .render import render_all
+    from .timing import Stopwatch
 
     catalog = _CATALOGS.pop(site_csv, None) or load_catalog(site_csv)
-    timings = pipeline.Stopwatch()
-    out: list[Rendered] = []
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="slurmgen-check") as pool:
-        prepared = [pool.submit(verify.prepare, crd_dir, v) for v in sorted({s.aws.kubernetes_version for s in specs})]
-        jobs: list[tuple[Any, Future]] = []
-        with timings.timer("render"):
-            for spec in _CLAIMS[0].each(specs):
-                cluster = build.render_one(spec, catalog)
-                jobs.append((cluster, pool.submit(pipeline._check, cluster, crd_dir, prepared, timings, catalog)))
-        for cluster, job in jobs:
-            problems, texts = job.result()
-            out.append(Rendered(cluster.spec.name, dict(cluster.plans), dict(cluster.files), texts, problems))
-    if out:
-        out[0].timings = dict(timings.timings)
-    return out
+    stopwatch = Stopwatch()
+    done = render_all(_CLAIMS[0].each(specs), catalog, crd_dir, stopwatch)
+    if done:
+        done[0].timings = dict(stopwatch.timings)
+    return done
 
 
 class Workers:
     """Worker processes, one single-process pool each, started (and warmed up) before the specs are
-    loaded; later they and the caller take the clusters of one list (`claims`). Spawned, never
-    forked: jsii's Node child and its socket must not be shared with a copy of this process."""
+    loaded; later they and the caller take the clusters of one list (`claims`). Spawned, never forked: jsii's Node child and its socket must not be shared with a copy
+    of this process."""
 
     def __init__(self, count: int, site_csv: Path | None) -> None:
         context = multiprocessing.get_context("spawn") if count > 0 else None
@@ -248,7 +228,7 @@ class Workers:
             pool.submit(warm_up, site_csv, cpu_for(index, self.processes))
 
     def render(self, specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: Path | None) -> list[Future]:
-        """Set every worker taking clusters of `specs` (in claim_order; the caller takes its own with
+        """Set every worker taking clusters of `specs` (heaviest_first; the caller takes its own with
         `self.claims.each(specs)`); a future per worker, each with what that worker rendered. With
         fewer clusters than processes, the workers not needed are stopped instead."""
         busy = self.pools[:max(0, len(specs) - 1)]
@@ -292,9 +272,8 @@ def collect(futures: Sequence[Future]) -> tuple[list[Rendered], str]:
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """End a worker now, whatever it is doing: also one still starting, which would otherwise read
-    the shared counter after this process dropped it (ProcessPoolExecutor has no public terminate
-    before Python 3.14)."""
+    """End a worker now, whatever it is doing, also one still starting (ProcessPoolExecutor has no
+    public terminate before Python 3.14)."""
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         process.terminate()
     pool.shutdown(wait=False, cancel_futures=True)

@@ -69,7 +69,7 @@ def test_clusters_are_taken_heaviest_first_then_by_name():
 
     specs = [Spec("a", (1, 2)), Spec("b"), Spec("c", (1,)), Spec("e", (1, 2)), Spec("d", (1, 2, 3))]
     # WHEN ordered for taking / THEN the most nodesets first, ties by name
-    assert [s.name for s in parallel.claim_order(specs)] == ["d", "a", "e", "c", "b"]  # type: ignore[arg-type]
+    assert [s.name for s in parallel.heaviest_first(specs)] == ["d", "a", "e", "c", "b"]  # type: ignore[arg-type]
 
 
 def test_every_cluster_is_taken_exactly_once_across_processes():
@@ -104,7 +104,7 @@ def test_a_worker_renders_the_same_bytes_as_this_process():
     from slurmgen.spec import load_specs
 
     alone = run(EXAMPLES, processes=1)
-    specs = parallel.claim_order(load_specs(EXAMPLES, catalog=load_catalog()))
+    specs = parallel.heaviest_first(load_specs(EXAMPLES, catalog=load_catalog()))
     # WHEN one worker takes every cluster (this process takes none)
     with parallel.Workers(1, None) as workers:
         rendered = {r.name: r for f in workers.render(specs + specs[:1], None, None) for r in f.result()}
@@ -453,3 +453,27 @@ def test_a_cpu_the_system_refuses_is_only_not_pinned(monkeypatch):
     with parallel.kept_to(0):
         ran.append(True)
     assert ran == [True]
+
+
+def _imports(module: str) -> set[str]:
+    """The slurmgen modules `module` imports anywhere in its file (function-level imports too)."""
+    import ast
+
+    tree = ast.parse((REPO / "slurmgen" / f"{module}.py").read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {alias.name for alias in node.names} if not node.module else {node.module.split(".")[0]}
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module" and node.args:
+            name = getattr(node.args[0], "value", "")
+            if isinstance(name, str) and name.startswith("slurmgen."):
+                found.add(name.split(".")[1])
+    return found
+
+
+def test_the_run_modules_import_in_one_direction():
+    # GIVEN the modules of a run: pipeline -> launch -> parallel -> render (a worker renders with render)
+    # THEN none imports one before it: no cycle, and a worker never reaches into the pipeline
+    assert "pipeline" not in _imports("launch") | _imports("parallel") | _imports("render")
+    assert "launch" not in _imports("parallel") | _imports("render")
+    assert "parallel" not in _imports("render")

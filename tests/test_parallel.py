@@ -129,8 +129,8 @@ def test_a_worker_renders_the_same_bytes_as_this_process():
     (8, 2, 2000, 2),      # two CPUs: two processes
     (40, 2, 2000, 2),
     (40, 1, 2000, 1),     # one CPU: never more than one
-    (40, 16, 745, 4),     # memory: 205 MB for the first process, 180 MB for each more
-    (40, 16, 384, 1),     # one MB short of a second process
+    (40, 16, 930, 4),     # memory: 270 MB for the first process, 220 MB for each more
+    (40, 16, 489, 1),     # one MB short of a second process
 ])
 def test_process_count_follows_cpus_fleet_size_and_memory(monkeypatch, clusters, cpus, budget, expected):
     # GIVEN no override / WHEN choosing / THEN the count is bounded by CPUs, work and memory
@@ -143,7 +143,7 @@ def test_the_memory_budget_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv("SLURMGEN_WORKERS", raising=False)
     monkeypatch.setenv("SLURMGEN_MEMORY_MB", "300")
     assert parallel.choose_processes(40, 8) == 1
-    monkeypatch.setenv("SLURMGEN_MEMORY_MB", "745")
+    monkeypatch.setenv("SLURMGEN_MEMORY_MB", "930")
     assert parallel.choose_processes(40, 8) == 4
     monkeypatch.delenv("SLURMGEN_MEMORY_MB")
     assert parallel.choose_processes(40, 8) == 2

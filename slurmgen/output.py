@@ -19,6 +19,7 @@ import re
 import shutil
 import stat
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -328,10 +329,7 @@ def _replace_all(out: Path, trees: Mapping[str, Mapping[str, Any]]) -> None:
     staged: dict[str, Path] = {}
     swapped: list[tuple[str, Path | None]] = []
     try:
-        mode = 0o777 & ~_umask()
-        for name, files in trees.items():
-            staged[name] = _staging_folder(out, name, mode)  # named first: removed whatever happens next
-            write_tree(staged[name], files)
+        _stage_all(out, trees, staged)
         try:
             for name in trees:
                 swapped.append((name, _swap(staged[name], out / name)))
@@ -341,6 +339,31 @@ def _replace_all(out: Path, trees: Mapping[str, Mapping[str, Any]]) -> None:
     finally:
         for path in [*staged.values(), *(old for _, old in swapped if old is not None)]:
             shutil.rmtree(path, ignore_errors=True)
+
+
+def _stage_all(out: Path, trees: Mapping[str, Mapping[str, Any]], staged: dict[str, Path]) -> None:
+    """Write every tree into a new staging folder, named in `staged` first (the caller removes them
+    whatever happens), two trees at a time (one tree: in this thread).
+
+    Why two: creating a file is kernel CPU time with the GIL released. Measured (issue 22), 40 trees
+    of 75 files on the shared 2-CPU machine, 10 interleaved runs: 1.02 -> 0.62 s (load ~3.6; at
+    load ~6 only 1.43 -> 1.33 s). On a failure or SIGTERM (SystemExit here) the trees not started
+    are cancelled and the one being written is waited for, so nothing writes into a staging folder
+    once the caller removes it.
+    """
+    mode = 0o777 & ~_umask()  # before any thread: reading the umask sets it for a moment
+    for name in trees:
+        staged[name] = _staging_folder(out, name, mode)
+    if len(trees) == 1:  # the usual edit: no thread to start
+        for name, files in trees.items():
+            write_tree(staged[name], files)
+        return
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen-stage")
+    try:
+        for job in [pool.submit(write_tree, staged[name], files) for name, files in trees.items()]:
+            job.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _umask() -> int:

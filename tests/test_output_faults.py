@@ -230,7 +230,7 @@ def test_a_full_or_read_only_output_is_one_line_and_changes_nothing(code, render
     assert snapshot(rendered_out) == before
 
 
-@pytest.mark.parametrize("failing", ["a", "b"])  # a: the first tree staged, b: the last
+@pytest.mark.parametrize("failing", ["a", "b"])  # a: the first tree staged, b: the second (the other writer)
 def test_a_failed_write_of_one_of_several_clusters_changes_none_and_leaves_no_temporary_folder(
         failing, tmp_path, monkeypatch, capsys):
     # GIVEN two clusters rendered once, then both made stale (so both are staged)
@@ -257,11 +257,21 @@ def test_a_failed_write_of_one_of_several_clusters_changes_none_and_leaves_no_te
     assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, "a", "b"])
 
 
-def test_every_tree_is_written_exactly(tmp_path):
-    # GIVEN five trees
+def test_two_writers_write_every_tree_exactly(tmp_path, monkeypatch):
+    # GIVEN five trees (staged two at a time)
     trees = {f"c{i}": {f"unit/configmap-{j}.yaml": f"n: {i}-{j}\n" for j in range(30)} for i in range(5)}
-    # WHEN written / THEN each folder holds exactly its files, nothing else is left
+    import threading
+
+    real, writers = output._write_file, set()
+
+    def noting_writer(path, text):
+        writers.add(threading.current_thread().name)
+        return real(path, text)
+
+    monkeypatch.setattr(output, "_write_file", noting_writer)
+    # WHEN written / THEN only the writer threads wrote, each folder holds exactly its files, nothing else is left
     output.write_all(tmp_path / "out", trees)
+    assert writers and all(name.startswith("slurmgen-stage") for name in writers)
     assert {name: read_tree(tmp_path / "out" / name) for name in trees} == trees
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([MARKER, *trees])
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # annotations only: this module is imported first, by the CLI
 
 #: Peak memory (summed RSS of the process tree) allowed by default; SLURMGEN_MEMORY_MB changes it.
 #: 500, not the benchmark's 400 MB target: with stock jsii two rendering processes peak at ~490 MB
-#: (below), and one process renders a 40-cluster fleet 1.6-1.7x slower (docs/benchmark.md).
+#: (below), and one process renders a 40-cluster fleet 1.6-2.9x slower (docs/benchmark.md).
 MEMORY_BUDGET_MB = 500
 #: Peak RSS, 40 clusters of 10 nodesets (bench fleet), sampled every 10 ms, stock jsii (relay
 #: included), Node with --max-semi-space-size=2: one process 268 MB (Python 83, jsii's relay 60,

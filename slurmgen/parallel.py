@@ -218,8 +218,8 @@ def render_claimed(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir:
 
 class Workers:
     """Worker processes, one single-process pool each, started (and warmed up) before the specs are
-    loaded; later they and the caller take the clusters of one list (`claims`). Spawned, never forked: jsii's Node child and its socket must not be shared with a copy
-    of this process."""
+    loaded; later they and the caller take the clusters of one list (`claims`). Spawned, never
+    forked: jsii's Node child and its socket must not be shared with a copy of this process."""
 
     def __init__(self, count: int, site_csv: Path | None) -> None:
         context = multiprocessing.get_context("spawn") if count > 0 else None

@@ -185,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with _signals_unwind():
         started = launch(spec_paths, use_cache=use_cache,
                          processes=max(1, args.workers) if args.workers is not None else None)
-        from .pipeline import InputError, Stopwatch, run
+        from .pipeline import InputError, run
+        from .timing import Stopwatch
 
         try:
             result = run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started)
@@ -220,6 +221,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in found.problems:
             print(line, file=sys.stdout if args.check else sys.stderr)
         return 1 if args.check else 2
+    if not args.check:
+        try:  # a run killed mid-write left a cluster's previous tree aside: back in place before it is judged
+            output.restore(found)
+        except OSError as err:
+            print(f"{out}: cannot put back a previous tree: {err.strerror or err}", file=sys.stderr)
+            return 2
     try:
         clash = _collisions(result, out)
         refused = clash + result.guard(out, args.allow_destroy) + result.sync_problems(out)
@@ -237,8 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     orphans = result.orphans(out) if full else []
     if args.check:
         drift = [output.leftover_line(p) for p in found.leftovers]
-        if found.interrupted:
-            drift.append(output.interrupted_line(out, found.interrupted))
+        drift += [output.interrupted_line(out, name, old) for name, old in sorted(found.restore.items())]
         if os.path.lexists(out) and not found.marked:
             drift.append(f"added:   {out / output.MARKER} (synth writes the marker that makes {out} slurmgen's)")
         drift += result.compare(out)
@@ -257,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         try:
             with result.timer("write"), _signals_unwind():
-                output.write_all(out, result.changed_trees(out, found.interrupted), found)
+                output.write_all(out, result.changed_trees(out), found)
         except output.OutputError as err:
             for line in err.lines:
                 print(line, file=sys.stderr)
@@ -267,9 +273,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{out}: cannot write: {err.strerror or err}{where}; no cluster folder was changed", file=sys.stderr)
             return 2
         print(f"wrote {result.object_count} objects for {len(result.clusters)} cluster(s) into {out}")
-        mixed = [name for name in found.interrupted if name not in names]
-        if mixed:
-            print(f"warning: {output.interrupted_line(out, mixed)}", file=sys.stderr)
         for name in orphans:
             print(f"warning: {_orphan_line(out, name)}", file=sys.stderr)
     if args.timings:

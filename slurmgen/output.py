@@ -1,8 +1,9 @@
 """Write rendered trees: deterministic YAML, one object per file, each cluster folder replaced in one step.
 
-A cluster is rendered into a temporary sibling folder, then swapped with `dist/<cluster>/` by an
-atomic exchange (renameat2 RENAME_EXCHANGE on Linux), so a reader or an interrupted run never sees
-a half-written tree and files of objects removed from the spec disappear.
+A cluster is written into a temporary sibling folder, then renamed into `dist/<cluster>/` (the old
+tree renamed aside just before), so an interrupted run never leaves a half-written tree, and files
+of objects removed from the spec disappear. A run killed between those two renames leaves the old
+tree whole under its temporary name; the next run finds it by that name and puts it back (survey).
 
 The writer only touches an output folder it owns: one holding the `.slurmgen` marker, or a new or
 empty folder (it then writes the marker), or an unmarked one holding nothing but cluster trees it
@@ -13,18 +14,15 @@ rendered (an output folder from before the marker existed). Anything else in the
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
-import functools
 import os
 import re
 import shutil
 import stat
 import tempfile
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Mapping
 
 import yaml
 
@@ -98,11 +96,11 @@ def _write_file(path: str, text: str) -> None:
 
 
 def _replace_own_file(path: Path, text: str) -> None:
-    """Put `text` at `path` (the marker, the journal) without ever opening what is there.
+    """Put `text` at `path` (the marker) without ever opening what is there.
 
     Written into a new temporary file (mkstemp: O_EXCL, mode 0600 then 0644) and renamed over
     `path`: rename replaces a symbolic link or FIFO itself, it never writes through one (a
-    committed `dist/.slurmgen.swapping -> ~/.bashrc` must not truncate the target)."""
+    committed `dist/.slurmgen -> ~/.bashrc` must not truncate the target)."""
     fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -115,39 +113,15 @@ def _replace_own_file(path: Path, text: str) -> None:
         raise
 
 
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-@functools.lru_cache(maxsize=1)
-def _renameat2() -> Any:
-    """libc's renameat2, looked up once (find_library runs ldconfig: ~3 ms a call); None when absent."""
-    libc_name = ctypes.util.find_library("c")
-    if not libc_name:
-        return None
-    return getattr(ctypes.CDLL(libc_name, use_errno=True), "renameat2", None)
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two existing paths (Linux renameat2); False when the platform cannot."""
-    fn = _renameat2()
-    if fn is None:
-        return False
-    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
-    return rc == 0
-
-
 # --- ownership --------------------------------------------------------------------------------
 
 MARKER = ".slurmgen"
 MARKER_TEXT = ("slurmgen output folder: every <cluster>/ folder here is rendered by slurmgen from "
                "clusters/<cluster>.yaml and replaced whole by each synth. Put nothing else here.\n")
-# Written just before the swaps, removed right after: a SIGKILL between two swaps leaves it, naming
-# the clusters that may hold either render (the only window where a reader could see a mix).
-JOURNAL = ".slurmgen.swapping"
-# Temporary folders of a run: `.<cluster>.new-XXXX` (the tree being written, or the old one after
-# the swap) and `.<cluster>.old-XXXX` (without renameat2). A crash (SIGKILL) can leave them.
-_LEFTOVER = re.compile(r"^\.(?P<cluster>[^/]+)\.(?:new|old)-[A-Za-z0-9_]+$")
+# Temporary folders of a run: `.<cluster>.new-XXXX` (the tree being written) and `.<cluster>.old-XXXX`
+# (the tree it replaces, kept until every cluster of the run is in). A SIGKILL can leave them: an
+# `.old-` folder whose cluster folder is missing is that cluster's previous tree (Survey.restore).
+_LEFTOVER = re.compile(r"^\.(?P<cluster>[^/]+)\.(?P<kind>new|old)-(?P<token>[A-Za-z0-9_]+)$")
 
 
 class OutputError(Exception):
@@ -212,19 +186,6 @@ def cluster_problem(folder: Path, name: str) -> str | None:
         return f"{folder}: cannot inspect: {err.strerror or err}"
 
 
-def _not_regular(path: Path) -> str | None:
-    """What `path` is when it is not a regular file (lstat: a link is never followed), else None."""
-    try:
-        mode = path.lstat().st_mode
-    except OSError as err:
-        return f"cannot be inspected ({err.strerror or err})"
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket or device)"
-
-
 @dataclass
 class Survey:
     """What is in an output folder before a write: problems refuse it; leftovers are a crash's temp folders."""
@@ -233,7 +194,8 @@ class Survey:
     problems: list[str] = field(default_factory=list)
     leftovers: list[Path] = field(default_factory=list)
     marked: bool = False
-    interrupted: list[str] = field(default_factory=list)  # clusters an interrupted swap may have left mixed
+    # cluster -> its previous tree, renamed aside by a run killed before the new one was renamed in
+    restore: dict[str, Path] = field(default_factory=dict)
 
 
 def survey(out: Path, names: list[str]) -> Survey:
@@ -270,20 +232,20 @@ def survey(out: Path, names: list[str]) -> Survey:
             return result
     for entry in entries:
         path = out / entry
-        if entry == JOURNAL and (kind := _not_regular(path)):
-            result.problems.append(f"{path}: {kind}, not the journal slurmgen writes; remove it")
-            return result
-        if entry == JOURNAL:
-            try:
-                with path.open("rb") as handle:  # a few names; a huge file is read no further
-                    names = handle.read(1 << 16).decode("utf-8", errors="replace").split()
-                result.interrupted = sorted({n for n in names if n and not n.startswith(".") and "/" not in n})
-            except OSError as err:
-                result.problems.append(f"{path}: cannot read: {err.strerror or err}")
-            continue
         match = _LEFTOVER.match(entry)
         if match and path.is_dir() and not path.is_symlink():
-            result.leftovers.append(path)
+            cluster = match["cluster"]
+            if match["kind"] == "old" and not os.path.lexists(out / cluster) and cluster not in result.restore:
+                if problem := cluster_problem(path, cluster):
+                    result.problems.append(f"{problem}; {advice}")
+                    return result
+                result.restore[cluster] = path
+            elif match["kind"] == "old" and cluster in result.restore:
+                result.problems.append(f"{out / cluster}: missing, and both {result.restore[cluster].name} and {entry} "
+                                       "could be its previous tree; move the wrong one away")
+                return result
+            else:
+                result.leftovers.append(path)
         elif not result.marked and entry != MARKER:
             # An unmarked folder is adopted only when it holds nothing but cluster trees we rendered.
             if cluster_problem(path, entry):
@@ -304,56 +266,41 @@ def leftover_line(path: Path) -> str:
     return f"leftover: {path}: temporary folder of an interrupted synth; the next synth removes it"
 
 
-def interrupted_line(out: Path, names: list[str]) -> str:
-    """--check's line for a synth killed between two swaps."""
-    return (f"interrupted: {out}: a synth was killed while swapping in {', '.join(names)}; each may hold the new or "
-            "the old render: run synth again")
+def interrupted_line(out: Path, name: str, old: Path) -> str:
+    """--check's line for a synth killed between renaming a cluster's old tree aside and its new one in."""
+    return (f"interrupted: {out / name}: missing, a synth was killed while replacing it; its previous tree is "
+            f"{old}: the next synth puts it back")
+
+
+def restore(found: Survey) -> None:
+    """Put back the previous tree of each cluster a killed run left without one (Survey.restore),
+    before anything reads `out/<cluster>` (the guards judge the change against that tree)."""
+    for name, old in sorted(found.restore.items()):
+        os.rename(old, found.out / name)
+    found.restore.clear()
 
 
 # --- writing ------------------------------------------------------------------------------------
 
 
-def _swap(staging: Path, target: Path, olds: list[Path]) -> Callable[[], None]:
-    """Put `staging` at `target` in one step; returns how to undo it (the old tree ends in `staging`).
-
-    Without renameat2 the old tree moves to a `.old-` folder first (appended to `olds`, removed later).
-    """
-    if not os.path.lexists(target):
-        os.rename(staging, target)
-        return lambda: os.rename(target, staging)
-    if _exchange(staging, target):
-        def exchange_back() -> None:
-            if not _exchange(staging, target):
-                raise OSError(f"cannot swap {target} back")
-        return exchange_back
-    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-    olds.append(old)
-    os.rename(target, old / target.name)
-    os.rename(staging, target)
-
-    def undo() -> None:
-        os.rename(target, staging)
-        os.rename(old / target.name, target)
-
-    return undo
-
-
 def write_all(out: Path, trees: Mapping[str, Mapping[str, Any]], survey_: Survey | None = None) -> None:
     """Replace `out/<cluster>/` for every cluster of `trees`, all or nothing.
 
-    Every tree is first written into a temporary sibling; only then are they swapped in, one
-    rename each. A failure (or SIGTERM, raised as SystemExit) while swapping swaps the done ones
-    back, so a reader sees either every new tree or every old one. Temporary folders are removed
-    on every exit path; those a SIGKILL left behind are removed by the next write. Raises
-    OutputError when `out` is not ours; OSError when the file system fails (nothing changed then).
+    Every tree is first written into a temporary sibling; only then are they renamed in. A failure
+    (or SIGTERM, raised as SystemExit) while renaming puts the old trees back, so the folder holds
+    every new tree or every old one. Temporary folders are removed on every exit path; those a
+    SIGKILL left behind are removed (or, for a missing cluster's old tree, put back) by the next
+    write. Raises OutputError when `out` is not ours; OSError when the file system fails (nothing
+    changed then).
     """
     found = survey_ or survey(out, list(trees))
     if found.problems:
         raise OutputError(found.problems)
+    restore(found)
     created = not os.path.lexists(out)
     out.mkdir(parents=True, exist_ok=True)
     try:
-        _swap_in(out, trees, journal=out / JOURNAL, pending=found.interrupted)
+        _replace_all(out, trees)
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)  # nothing of ours in it: leave no empty folder behind
@@ -363,130 +310,116 @@ def write_all(out: Path, trees: Mapping[str, Mapping[str, Any]], survey_: Survey
         _replace_own_file(out / MARKER, MARKER_TEXT)
     for leftover in found.leftovers:
         shutil.rmtree(leftover, ignore_errors=True)
-    # Every tree of this run is in; clusters an earlier interrupted run left mixed and that this
-    # run (--spec) did not rewrite stay named.
-    _write_journal(out / JOURNAL, [name for name in found.interrupted if name not in trees])
 
 
-def _write_journal(journal: Path, names: Iterable[str]) -> None:
-    """Name `names` in the journal (remove it when there is none)."""
-    names = sorted(set(names))
-    if names:
-        _replace_own_file(journal, "".join(f"{n}\n" for n in names))
-    else:
-        journal.unlink(missing_ok=True)
+def _replace_all(out: Path, trees: Mapping[str, Mapping[str, Any]]) -> None:
+    """Stage every tree beside its target, then rename them all in (put back on any failure).
 
-
-def _swap_in(out: Path, trees: Mapping[str, Mapping[str, Any]], journal: Path | None = None,
-             pending: Iterable[str] = ()) -> None:
-    """Stage every tree beside its target, then swap them all in (rolled back on any failure).
-
-    `journal`, when given, names the clusters being swapped (and the `pending` ones an earlier
-    interrupted run left) while the swaps run (see JOURNAL); after a rollback only `pending`.
+    The old trees stay aside (`.<cluster>.old-`) until every new one is in, then are removed: a
+    SIGKILL in between leaves them, which the next run's survey reports and removes.
     """
-    pending = list(pending)
     staged: dict[str, Path] = {}
-    undo: list[tuple[str, Callable[[], None]]] = []
-    olds: list[Path] = []
+    swapped: list[tuple[str, Path | None]] = []
     try:
         _stage_all(out, trees, staged)
         try:
-            if journal is not None:
-                _write_journal(journal, [*pending, *trees])
             for name in trees:
-                undo.append((name, _swap(staged[name], out / name, olds)))
+                swapped.append((name, _swap(staged[name], out / name)))
         except BaseException:
-            _rollback(out, undo)
-            if journal is not None:
-                _write_journal(journal, pending)
+            _rollback(out, staged, swapped)
             raise
     finally:
-        for path in [*staged.values(), *olds]:
+        for path in [*staged.values(), *(old for _, old in swapped if old is not None)]:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def _stage_all(out: Path, trees: Mapping[str, Mapping[str, Any]], staged: dict[str, Path]) -> None:
+    """Write every tree into a new staging folder, named in `staged` first (the caller removes them
+    whatever happens), two trees at a time (one tree: in this thread).
+
+    Why two: creating a file is kernel CPU time with the GIL released. Measured (issue 22), 40 trees
+    of 75 files on the shared 2-CPU machine, 10 interleaved runs: 1.02 -> 0.62 s (load ~3.6; at
+    load ~6 only 1.43 -> 1.33 s). On a failure or SIGTERM (SystemExit here) the trees not started
+    are cancelled and the one being written is waited for, so nothing writes into a staging folder
+    once the caller removes it.
+    """
+    mode = 0o777 & ~_umask()  # before any thread: reading the umask sets it for a moment
+    for name in trees:
+        staged[name] = _staging_folder(out, name, mode)
+    if len(trees) == 1:  # the usual edit: no thread to start
+        for name, files in trees.items():
+            write_tree(staged[name], files)
+        return
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen-stage")
+    try:
+        for job in [pool.submit(write_tree, staged[name], files) for name, files in trees.items()]:
+            job.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _umask() -> int:
-    """The process umask. Read once per write, before the helper thread starts: os.umask can only be
-    read by setting it, which would briefly change the mode of files another thread creates."""
+    """The process umask (os.umask can only be read by setting it)."""
     mask = os.umask(0o077)
     os.umask(mask)
     return mask
 
 
-def _stage(out: Path, trees: Iterable[tuple[str, Mapping[str, Any]]], staged: dict[str, Path],
-           stop: threading.Event, mode: int) -> None:
-    """Write each tree into a new temporary sibling, named in `staged` (which the caller removes).
+def _staging_folder(out: Path, name: str, mode: int) -> Path:
+    """A new temporary sibling `.<name>.new-XXXX` of `out/<name>`, to write its tree into.
 
-    mkdtemp makes the sibling 0700 whatever the umask; it becomes `out/<cluster>/` itself, so it is
+    mkdtemp makes the folder 0700 whatever the umask; it becomes `out/<name>/` itself, so it is
     given `mode` (0777 less the umask), as mkdir would (0755 under umask 022).
     """
-    for name, files in trees:
-        if stop.is_set():
-            return
-        staged[name] = Path(tempfile.mkdtemp(prefix=f".{name}.new-", dir=out))
-        staged[name].chmod(mode)
-        write_tree(staged[name], files)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.new-", dir=out))
+    staging.chmod(mode)
+    return staging
 
 
-def _stage_all(out: Path, trees: Mapping[str, Mapping[str, Any]], staged: dict[str, Path]) -> None:
-    """Stage every tree: half of them (by name order, every other one) from a helper thread.
+def _swap(staging: Path, target: Path) -> Path | None:
+    """Rename `staging` to `target`; an existing `target` is first renamed aside to
+    `.<name>.old-<staging's token>` (returned; None when there was none).
 
-    Why: creating a file costs the kernel CPU time (~0.1 ms a file here, 3,000 files for a fleet of
-    40), and the GIL is released meanwhile; at the end of a run the other CPUs are idle, so two
-    writers take about half the time. On any failure or interruption (SIGTERM raised as SystemExit
-    in this thread), the helper is told to stop and waited for before the caller removes what was
-    staged; a helper that cannot be waited for (stuck in the file system) is a daemon thread, and
-    a folder it creates after the cleanup is a leftover the next write removes (survey).
+    Two renames, each atomic (a directory cannot be renamed over a non-empty one without Linux's
+    renameat2): killed between them, `target` is missing and its old tree is whole under the `.old-`
+    name, which the next survey puts back (Survey.restore).
     """
-    items = list(trees.items())
-    stop = threading.Event()
-    failure: list[BaseException] = []
-    mode = 0o777 & ~_umask()
-
-    def helper() -> None:
-        try:
-            _stage(out, items[1::2], staged, stop, mode)
-        except BaseException as err:  # noqa: BLE001 - handed to the caller's thread, raised there
-            failure.append(err)
-            stop.set()
-
-    thread = threading.Thread(target=helper, name="slurmgen-stage", daemon=True) if len(items) > 1 else None
-    if thread is not None:
-        thread.start()
+    if not os.path.lexists(target):
+        os.rename(staging, target)
+        return None
+    old = target.parent / f".{target.name}.old-{staging.name.rsplit('.new-', 1)[1]}"
+    os.rename(target, old)
     try:
-        _stage(out, items[0::2] if thread is not None else items, staged, stop, mode)
-        if thread is not None:
-            thread.join()
+        os.rename(staging, target)
     except BaseException:
-        stop.set()
-        if thread is not None:
-            thread.join(timeout=30)
+        os.rename(old, target)
         raise
-    if failure:
-        raise failure[0]
+    return old
 
 
-def _rollback(out: Path, undo: list[tuple[str, Callable[[], None]]]) -> None:
-    """Swap back the trees already swapped in; when that fails too, say exactly which are new."""
+def _rollback(out: Path, staged: Mapping[str, Path], swapped: list[tuple[str, Path | None]]) -> None:
+    """Put back the old trees of the clusters already renamed in; when that fails too, say which."""
     stuck: list[str] = []
-    for name, step in reversed(undo):
+    for name, old in reversed(swapped):
         try:
-            step()
+            os.rename(out / name, staged[name])
+            if old is not None:
+                os.rename(old, out / name)
         except OSError:
             stuck.append(name)
     if stuck:
-        raise OutputError([f"{out / name}: written with the new render, while the other clusters kept the old one "
-                           "(the write failed and this one could not be put back); run synth again"
-                           for name in sorted(stuck)])
+        raise OutputError([f"{out / name}: the write failed and this cluster's previous tree could not be put back "
+                           "(it may hold the new render, or be missing with its old tree in a .old- folder beside "
+                           "it); run synth again" for name in sorted(stuck)])
 
 
 def replace_dir(target: Path, files: Mapping[str, Any]) -> None:
-    """Make `target` hold exactly `files`, switching from the old tree to the new one in one step.
+    """Make `target` hold exactly `files`, switching from the old tree to the new one by renames.
 
     The bare primitive, no ownership check: the command line goes through `write_all`.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    _swap_in(target.parent, {target.name: files})
+    _replace_all(target.parent, {target.name: files})
 
 
 # --- reading ------------------------------------------------------------------------------------

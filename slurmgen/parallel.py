@@ -6,55 +6,47 @@ cluster), so a fleet renders on several CPUs at once. Workers are started with `
 child process and its socket must never be forked mid-use. Each worker starts before the specs are
 loaded (Workers) and loads the catalog itself (it is not picklable). Then the caller and the
 workers take clusters one at a time from one shared list (Claims, heaviest first), so a worker
-that started late, or a cluster that costs more, never leaves one process waiting for another:
-the work ends at most one cluster apart. Each renders, checks, validates and dumps what it took
-and returns plain data; the caller keeps its own spec objects and merges results by cluster
-name, so the output is the same bytes whoever rendered what (tests/test_parallel.py).
+that started late, a cluster that costs more or another program on the CPUs never leaves one
+process waiting for another: the work ends at most one cluster apart. Each process renders with
+render.render_all (the next cluster renders while a helper thread checks the last) and workers
+return plain data; the caller merges by cluster name, so the output is the same bytes whoever
+rendered what (tests/test_parallel.py). Measured against the simpler schemes (docs/benchmark.md):
+a static split by weight cost 13 % of a 40-cluster synth, handing clusters out one at a time
+from this process 20 %.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import os
-import signal
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 if TYPE_CHECKING:  # annotations only: this module is imported first, by the CLI and each worker
-    from .plan import NodeSetPlan
+    from .rendered import Rendered
     from .spec import ClusterSpec
 
-#: Peak memory (summed RSS of the process tree) allowed by default; SLURMGEN_MEMORY_MB raises it.
-MEMORY_BUDGET_MB = 400
-#: Measured by bench/synth_bench.py on a 40-cluster fleet (see docs/benchmark.md for the figures
-#: behind these two numbers): one process (Python, jsii's kernel and its relay, multiprocessing's
-#: resource tracker) and each more rendering process (its interpreter and its own kernel).
-FIRST_PROCESS_MB = 205
-EXTRA_PROCESS_MB = 180
+#: Peak memory (summed RSS of the process tree) allowed by default; SLURMGEN_MEMORY_MB changes it.
+#: 500, not the benchmark's 400 MB target: with stock jsii two rendering processes peak at ~490 MB
+#: (below), and one process renders a 40-cluster fleet 1.6-2.9x slower (docs/benchmark.md).
+MEMORY_BUDGET_MB = 500
+#: Peak RSS, 40 clusters of 10 nodesets (bench fleet), sampled every 10 ms, stock jsii (relay
+#: included), Node with --max-semi-space-size=2: one process 268 MB (Python 83, jsii's relay 60,
+#: its kernel 125); two processes 489 MB (each Python ~80 + relay ~58 + kernel ~97, and
+#: multiprocessing's resource tracker 12). The kernel grows with the clusters it rendered.
+FIRST_PROCESS_MB = 270
+EXTRA_PROCESS_MB = 220
 #: Starting a worker (interpreter, imports, jsii kernel: ~0.5 s of CPU) pays once each process has
 #: about this many clusters of 10 nodesets. Measured (bench fleets, one process vs two): 4 clusters
 #: 1.05 vs 1.10 s, 6 clusters 1.35 vs 1.33 s, 10 clusters 1.85 vs 1.60 s.
 MIN_CLUSTERS_PER_PROCESS = 4
 #: Seconds to wait for the claim counter's lock, held a few microseconds by whoever claims.
 CLAIM_TIMEOUT = 5.0
-
-
-@dataclass
-class Rendered:
-    """One cluster as a worker returns it: plain data, no cdk8s or spec objects."""
-
-    name: str
-    plans: dict[str, NodeSetPlan]
-    files: dict[str, Any]
-    texts: dict[str, str]
-    problems: list[str]
-    timings: dict[str, float] = field(default_factory=dict)
-
-
 def cpu_count() -> int:
     """CPUs this process may run on (the affinity mask, not the machine's count)."""
     try:
@@ -125,8 +117,8 @@ def weight(spec: ClusterSpec) -> int:
     return 8 + len(spec.nodesets)
 
 
-def claim_order(specs: Sequence[ClusterSpec]) -> list[ClusterSpec]:
-    """The order clusters are taken in: heaviest first (the last ones taken are the quick ones, so
+def heaviest_first(specs: Sequence[ClusterSpec]) -> list[ClusterSpec]:
+    """The order clusters are taken in: heaviest first (the last ones are the quick ones, so
     the processes finish close together), then by name."""
     return sorted(specs, key=lambda s: (-weight(s), s.name))
 
@@ -171,26 +163,31 @@ _CATALOGS: dict[Path | None, Any] = {}
 _CLAIMS: list[Claims] = []
 
 
-def _adopt(claims: Claims, parent: int) -> None:
+def _adopt(claims: Claims) -> None:
     """Worker initializer: take the shared counter (it can only be handed over when the process
-    starts), and end with the process that started it, however that one ends (Linux: the parent
-    death signal), so no worker and no kernel outlives a killed run."""
+    starts), and end with the process that started it, however that one ends."""
     _CLAIMS[:] = [claims]
-    _die_with(parent)
+    _exit_with_parent()
 
 
-def _die_with(parent: int) -> None:
-    """SIGKILL this process when `parent` exits (prctl PR_SET_PDEATHSIG; Linux only), and exit now
-    if it is gone already. Without it a worker holds both ends of its pipes and never sees EOF."""
-    try:
-        import ctypes
+def _exit_with_parent() -> None:
+    """Exit this worker as soon as the process that spawned it is gone, even killed outright.
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the caller's unwinding stops the workers
+    Why: an idle worker waits on its task pipe, whose other end it holds too, so it would never see
+    the end of a SIGKILLed caller and would outlive it with its jsii kernel. multiprocessing gives
+    each spawned process its parent's sentinel (a pipe end that turns readable when the parent
+    exits, on every platform); a daemon thread waits on it. The worker's kernel then sees the end
+    of its own pipe and exits too.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:  # pragma: no cover - not started by multiprocessing
         return
-    if os.getppid() != parent:
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
         os._exit(1)
+
+    threading.Thread(target=watch, name="slurmgen-parent-watch", daemon=True).start()
 
 
 def warm_up(site_csv: Path | None, cpu: int | None = None) -> None:
@@ -205,26 +202,18 @@ def warm_up(site_csv: Path | None, cpu: int | None = None) -> None:
 
 
 def render_claimed(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: Path | None) -> list[Rendered]:
-    """Render, check, validate and dump the clusters of `specs` this worker claims (its whole job)."""
-    from . import build, pipeline, verify
+    """Render, check, validate and dump the clusters of `specs` this worker claims (its whole job);
+    its timings ride on the first."""
     from .catalog.catalog import load_catalog
+    from .render import render_all
+    from .timing import Stopwatch
 
     catalog = _CATALOGS.pop(site_csv, None) or load_catalog(site_csv)
-    timings = pipeline.Stopwatch()
-    out: list[Rendered] = []
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="slurmgen-check") as pool:
-        prepared = [pool.submit(verify.prepare, crd_dir, v) for v in sorted({s.aws.kubernetes_version for s in specs})]
-        jobs: list[tuple[Any, Future]] = []
-        with timings.timer("render"):
-            for spec in _CLAIMS[0].each(specs):
-                cluster = build.render_one(spec, catalog)
-                jobs.append((cluster, pool.submit(pipeline._check, cluster, crd_dir, prepared, timings, catalog)))
-        for cluster, job in jobs:
-            problems, texts = job.result()
-            out.append(Rendered(cluster.spec.name, dict(cluster.plans), dict(cluster.files), texts, problems))
-    if out:
-        out[0].timings = dict(timings.timings)
-    return out
+    stopwatch = Stopwatch()
+    done = render_all(_CLAIMS[0].each(specs), catalog, crd_dir, stopwatch)
+    if done:
+        done[0].timings = dict(stopwatch.timings)
+    return done
 
 
 class Workers:
@@ -236,13 +225,13 @@ class Workers:
         context = multiprocessing.get_context("spawn") if count > 0 else None
         self.claims = Claims(context)
         self.pools = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_adopt,
-                                          initargs=(self.claims, os.getpid())) for _ in range(max(0, count))]
+                                          initargs=(self.claims,)) for _ in range(max(0, count))]
         self.processes = 1 + len(self.pools)
         for index, pool in enumerate(self.pools, start=1):
             pool.submit(warm_up, site_csv, cpu_for(index, self.processes))
 
     def render(self, specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: Path | None) -> list[Future]:
-        """Set every worker taking clusters of `specs` (in claim_order; the caller takes its own with
+        """Set every worker taking clusters of `specs` (heaviest_first; the caller takes its own with
         `self.claims.each(specs)`); a future per worker, each with what that worker rendered. With
         fewer clusters than processes, the workers not needed are stopped instead."""
         busy = self.pools[:max(0, len(specs) - 1)]
@@ -286,9 +275,8 @@ def collect(futures: Sequence[Future]) -> tuple[list[Rendered], str]:
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """End a worker now, whatever it is doing: also one still starting, which would otherwise read
-    the shared counter after this process dropped it (ProcessPoolExecutor has no public terminate
-    before Python 3.14)."""
+    """End a worker now, whatever it is doing, also one still starting (ProcessPoolExecutor has no
+    public terminate before Python 3.14)."""
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         process.terminate()
     pool.shutdown(wait=False, cancel_futures=True)

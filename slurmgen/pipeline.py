@@ -7,24 +7,22 @@ spec or a failed check leaves `dist/` exactly as it was.
 from __future__ import annotations
 
 import difflib
-import time
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
-
 import importlib
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
 
-from . import cache as render_cache, collisions, guards, parallel, verify
-from .plan import plan_cluster
-from .slurmconf import checks as slurmconf_checks
-from .output import NOT_A_FILE, dump, read_tree
+from . import cache as render_cache, collisions, guards, parallel
 from .catalog.catalog import CatalogError, InstanceType, load_catalog
 from .launch import Launch, launch, site_csvs
-from .rendered import RenderedCluster
-from .spec import SpecError, load_specs
-
+from .output import NOT_A_FILE, dump, read_tree
+from .plan import plan_cluster
+from .rendered import Rendered, RenderedCluster
+from .spec import ClusterSpec, SpecError, load_specs
+from .timing import Stopwatch
+from .validate import SchemaUnavailable
 
 class InputError(Exception):
     """Invalid input or output that failed verification: one line per problem, exit status 2."""
@@ -32,28 +30,6 @@ class InputError(Exception):
     def __init__(self, lines: Iterable[str]) -> None:
         self.lines = list(lines)
         super().__init__("\n".join(self.lines))
-
-
-@dataclass
-class Stopwatch:
-    """Seconds per step of a run, summed when a step runs several times (checks run per cluster).
-
-    The dict is shared on purpose: the caller's Result, a worker's report and the CLI's write step
-    add to the same one, in the order the steps first ran."""
-
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @contextmanager
-    def timer(self, step: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings[step] = self.timings.get(step, 0.0) + time.perf_counter() - start
-
-    def lines(self) -> list[str]:
-        total = sum(self.timings.values()) or 1.0
-        return [f"{step:>10}: {secs * 1000:8.1f} ms ({secs / total:5.1%})" for step, secs in self.timings.items()]
 
 
 @dataclass(frozen=True)
@@ -138,12 +114,10 @@ class Result:
         return sorted(p.name for p in out.iterdir()
                       if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and p.name not in names)
 
-    def changed_trees(self, out: Path, pending: Iterable[str] = ()) -> dict[str, dict[str, str]]:
+    def changed_trees(self, out: Path) -> dict[str, dict[str, str]]:
         """cluster -> path -> text of every cluster whose `out/<cluster>/` does not already hold exactly
-        this render, and of those named in `pending` (an interrupted earlier write left them mixed):
-        a fleet where one cluster changed rewrites one folder."""
-        again = set(pending)
-        return {c.spec.name: self.texts(c) for c in self.clusters if c.spec.name in again or not self.unchanged(out, c)}
+        this render: a fleet where one cluster changed rewrites one folder."""
+        return {c.spec.name: self.texts(c) for c in self.clusters if not self.unchanged(out, c)}
 
     def compare(self, out: Path) -> list[str]:
         """Readable drift between this render and `out/`: one line per file, then a short diff."""
@@ -199,133 +173,95 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
     own_catalog = catalog is None
     use_cache = use_cache and own_catalog and crd_dir is None
     started = launched or launch(spec_paths, use_cache=use_cache, own_catalog=own_catalog, processes=processes)
-    result = Stopwatch(dict(started.timings))
-    site_csv, keys, likely = started.site_csv, started.keys, started.likely
-    # Starting cdk8s (a Node.js process loading its assemblies) and building the validators is
-    # mostly waiting or independent work: it runs beside spec loading and rendering; with the
-    # cache on, unless every cluster has an entry. Worker processes are starting already
-    # (warming up their jsii kernel and catalog) while this process loads the specs.
-    # With as many rendering processes as CPUs, this thread (and the threads and kernel it starts)
-    # keeps to one CPU until the results are in, each worker to another (parallel.cpu_for).
-    with parallel.kept_to(parallel.cpu_for(0, started.workers.processes)), started.workers as workers, \
-            ThreadPoolExecutor(max_workers=2, thread_name_prefix="slurmgen") as pool:
-        # Start cdk8s now unless every cluster has a cache entry (that is then read and checked),
-        # or workers wait for the specs: their clusters first (importing cdk8s here would hold the
-        # GIL while the specs load: measured, the worker then sat idle ~0.15 s).
-        maybe_all_cached = not likely
-        early = not maybe_all_cached and not workers.pools
-        builder = pool.submit(importlib.import_module, "slurmgen.build") if early else None
-        # Entries are read before the specs: a hit carries the spec data that passed every check
-        # from exactly these inputs (the key covers them), so that spec is built, not checked again.
-        entries: dict[str, render_cache.Entry] = {}  # spec source -> entry
-        if use_cache:
-            with result.timer("cache"):
-                for source, key in keys.items():
-                    entry = render_cache.load(Path(source).stem, key)
-                    if entry is not None:
-                        entries[source] = entry
-        spec_data: dict[str, dict] = {}  # spec source -> the data checked now, for the cache to keep
-        with result.timer("load"):
+    stopwatch = Stopwatch(dict(started.timings))
+    with started.workers as workers, ThreadPoolExecutor(max_workers=1, thread_name_prefix="slurmgen") as early:
+        if started.likely and not workers.pools:
+            # One process with clusters to render: start cdk8s (its Node kernel) while the specs load.
+            # Not with workers: the import would hold the GIL while the specs load, and the warmed-up
+            # workers would wait for their shares (measured: ~0.15 s).
+            early.submit(importlib.import_module, "slurmgen.render")
+        entries = _cache_entries(started.keys, stopwatch) if use_cache else {}
+        with stopwatch.timer("load"):
             catalog = catalog if catalog is not None else site_catalog(spec_paths)
-            try:
-                specs = load_specs(spec_paths, catalog=catalog,
-                                   validated={source: e.spec_data for source, e in entries.items()},
-                                   data_out=spec_data if use_cache else None)
-            except SpecError as err:
-                raise InputError(str(p) for p in err.problems) from None
-        cached: dict[str, RenderedCluster] = {}
-        cached_texts: dict[str, dict[str, str]] = {}
-        entry_keys: dict[str, tuple[str, str, str]] = {}  # cluster -> (entry label, key, spec source)
-        if use_cache:
-            with result.timer("cache"):
-                for spec in specs:
-                    if spec.source not in keys:
-                        continue
-                    entry_keys[spec.name] = (Path(spec.source).stem, keys[spec.source], spec.source)
-                    entry = entries.get(spec.source)
-                    if entry is not None:
-                        cached[spec.name] = RenderedCluster(spec=spec, plans=plan_cluster(spec, catalog),
-                                                            files=entry.files, shared_names=entry.shared_names)
-                        cached_texts[spec.name] = entry.texts
+            specs, spec_data = _load(spec_paths, catalog, entries, use_cache)
+        cached = {s.name: entries[s.source] for s in specs if s.source in entries}
         misses = [s for s in specs if s.name not in cached]
-        # This process and the workers started above take the clusters to render one at a time
-        # (a cache entry found unreadable renders too: no worker is started late).
-        order = parallel.claim_order(misses)
-        futures = workers.render(order, site_csv, crd_dir)
-        if misses and builder is None:
-            builder = pool.submit(importlib.import_module, "slurmgen.build")
-        prepared = [pool.submit(verify.prepare, crd_dir, version)
-                    for version in sorted({s.aws.kubernetes_version for s in misses})]
-        # While the main thread waits on jsii for cluster n+1, a worker checks, validates and dumps
-        # cluster n (jsii's pipe reads release the GIL).
-        clusters: list[RenderedCluster] = []
-        jobs = []
-        notes: list[str] = []
-        build = None
-        if order:
-            with result.timer("cdk8s start"):
-                # imported beside spec loading, or (with workers) once they have their clusters
-                build = builder.result() if builder is not None else importlib.import_module("slurmgen.build")
-            with result.timer("render"):
-                for spec in workers.claims.each(order):
-                    cluster = build.render_one(spec, catalog)
-                    clusters.append(cluster)
-                    jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result, catalog))
-        with result.timer("finish checks"):
-            try:
-                from_workers, lost = parallel.collect(futures)
-                # A worker that ended abruptly (killed, out of memory) took clusters it never
-                # handed back (or died holding the claim counter): they render here, so the run
-                # still gives every cluster, the same bytes.
-                done = {c.spec.name for c in clusters} | {r.name for r in from_workers}
-                missing = [s for s in order if s.name not in done]
-                if lost:
-                    notes.append(f"{lost}; its clusters were rendered by the main process")
-                if missing:
-                    build = build or importlib.import_module("slurmgen.build")
-                    for spec in missing:
-                        cluster = build.render_one(spec, catalog)
-                        clusters.append(cluster)
-                        jobs.append(pool.submit(_check, cluster, crd_dir, prepared, result, catalog))
-                checked = [job.result() for job in jobs]
-            except verify.SchemaUnavailable as err:
-                raise InputError([f"cannot validate the rendered objects: {err}"]) from None
-    by_spec = {s.name: s for s in specs}
-    outcome: dict[str, tuple[RenderedCluster, list[str], dict[str, str]]] = {
-        cluster.spec.name: (cluster, lines, text) for cluster, (lines, text) in zip(clusters, checked, strict=True)}
-    for r in from_workers:
-        outcome[r.name] = (RenderedCluster(spec=by_spec[r.name], plans=r.plans, files=r.files), r.problems, r.texts)
-        for step, secs in r.timings.items():
-            result.timings[f"worker {step}"] = result.timings.get(f"worker {step}", 0.0) + secs
-    problems = [line for name in sorted(outcome) for line in outcome[name][1]]
+        rendered, notes = _render(misses, workers, catalog, started.site_csv, crd_dir, stopwatch)
+    by_name = {s.name: s for s in specs}
+    problems = [line for r in sorted(rendered, key=lambda r: r.name) for line in r.problems]
     if use_cache:
-        with result.timer("cache"):
-            for name, (cluster, lines, text) in outcome.items():
-                if not lines and name in entry_keys:
-                    label, key, source = entry_keys[name]
-                    if source in spec_data:
-                        render_cache.store(label, key, cluster.files, text, spec_data[source],
-                                           collisions.keys(cluster.files))
+        with stopwatch.timer("cache"):
+            _store(rendered, by_name, started.keys, spec_data)
     if problems:
         raise InputError(problems)
-    for name, cluster in cached.items():
-        outcome[name] = (cluster, [], cached_texts[name])
+    outcome = {r.name: (RenderedCluster(spec=by_name[r.name], plans=r.plans, files=r.files), r.texts) for r in rendered}
+    for name, entry in cached.items():
+        outcome[name] = (RenderedCluster(spec=by_name[name], plans=plan_cluster(by_name[name], catalog),
+                                         files=entry.files, shared_names=entry.shared_names), entry.texts)
     names = sorted(outcome)
-    return Result(clusters=tuple(outcome[n][0] for n in names), timings=result.timings,
-                  rendered_texts={n: outcome[n][2] for n in names}, catalog=catalog,
+    return Result(clusters=tuple(outcome[n][0] for n in names), timings=stopwatch.timings,
+                  rendered_texts={n: outcome[n][1] for n in names}, catalog=catalog,
                   cached=frozenset(cached), notes=tuple(notes))
 
 
-def _check(cluster: RenderedCluster, crd_dir: Path | None, prepared: list, result: Stopwatch,
-           catalog: Mapping[str, InstanceType]) -> tuple[list[str], dict[str, str]]:
-    """Checks, schema validation and YAML of one cluster: (problems, path -> text)."""
-    for job in prepared:
-        job.result()
-    with result.timer("checks"):
-        problems = verify.static_checks([cluster], catalog)
-        problems += slurmconf_checks.blocking(slurmconf_checks.problems(cluster.spec.name, cluster.files))
-    with result.timer("validate"):
-        problems += verify.schema_checks([cluster], crd_dir=crd_dir)
-    with result.timer("dump"):
-        texts = {rel: dump(obj) for rel, obj in cluster.files.items()}
-    return problems, texts
+def _cache_entries(keys: Mapping[str, str], stopwatch: Stopwatch) -> dict[str, render_cache.Entry]:
+    """spec source -> its render cache entry, for the specs that have one. Read before the specs: a
+    hit carries the spec data that passed every check from exactly these inputs (the key covers
+    them), so that spec is built, not checked again."""
+    entries: dict[str, render_cache.Entry] = {}
+    with stopwatch.timer("cache"):
+        for source, key in keys.items():
+            entry = render_cache.load(Path(source).stem, key)
+            if entry is not None:
+                entries[source] = entry
+    return entries
+
+
+def _load(spec_paths: Sequence[Path], catalog: Mapping[str, InstanceType], entries: Mapping[str, render_cache.Entry],
+          use_cache: bool) -> tuple[list[ClusterSpec], dict[str, dict]]:
+    """The specs, and (with the cache) the data each was checked from, for its cache entry."""
+    spec_data: dict[str, dict] = {}
+    try:
+        specs = load_specs(spec_paths, catalog=catalog, validated={source: e.spec_data for source, e in entries.items()},
+                           data_out=spec_data if use_cache else None)
+    except SpecError as err:
+        raise InputError(str(p) for p in err.problems) from None
+    return specs, spec_data
+
+
+def _render(specs: Sequence[ClusterSpec], workers: parallel.Workers, catalog: Mapping[str, InstanceType],
+            site_csv: Path | None, crd_dir: Path | None, stopwatch: Stopwatch) -> tuple[list[Rendered], list[str]]:
+    """Render `specs`: this process and the workers take them one at a time (parallel.Claims). What a
+    worker that ended abruptly (killed, out of memory) took and never handed back is rendered here,
+    so the run still gives every cluster, the same bytes. Returns the clusters and what the user
+    should be told."""
+    order = parallel.heaviest_first(specs)
+    futures = workers.render(order, site_csv, crd_dir)
+    if not order:
+        return [], []
+    try:
+        # kept to a CPU of its own with the kernel the import starts (parallel.cpu_for)
+        with parallel.kept_to(parallel.cpu_for(0, workers.processes)):
+            with stopwatch.timer("cdk8s start"):
+                render = importlib.import_module("slurmgen.render")
+            done = render.render_all(workers.claims.each(order), catalog, crd_dir, stopwatch)
+        with stopwatch.timer("wait for workers"):
+            from_workers, lost = parallel.collect(futures)
+        have = {r.name for r in done + from_workers}
+        done += render.render_all([s for s in order if s.name not in have], catalog, crd_dir, stopwatch)
+    except SchemaUnavailable as err:
+        raise InputError([f"cannot validate the rendered objects: {err}"]) from None
+    for r in from_workers:
+        for step, secs in r.timings.items():
+            stopwatch.timings[f"worker {step}"] = stopwatch.timings.get(f"worker {step}", 0.0) + secs
+    return done + from_workers, [f"{lost}; its clusters were rendered by the main process"] if lost else []
+
+
+def _store(rendered: Sequence[Rendered], specs: Mapping[str, ClusterSpec], keys: Mapping[str, str],
+           spec_data: Mapping[str, dict]) -> None:
+    """Keep each cluster that passed every check in the render cache, under its inputs' key."""
+    for r in rendered:
+        source = specs[r.name].source
+        if not r.problems and source in keys and source in spec_data:
+            render_cache.store(Path(source).stem, keys[source], r.files, r.texts, spec_data[source],
+                               collisions.keys(r.files))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 from .plan import NodeSetPlan
@@ -43,3 +43,15 @@ class RenderedCluster:
     files: Mapping[str, Obj]
     #: collisions.keys(files) when known without reading the objects (a render cache hit keeps them)
     shared_names: Mapping[tuple[str, ...], str] | None = None
+
+
+@dataclass
+class Rendered:
+    """One cluster rendered and checked, as plain data: what a worker process sends back (render.py)."""
+
+    name: str
+    plans: dict[str, NodeSetPlan]
+    files: dict[str, Any]
+    texts: dict[str, str]  # path -> YAML
+    problems: list[str]
+    timings: dict[str, float] = field(default_factory=dict)  # step -> seconds (a worker's, on its first cluster)

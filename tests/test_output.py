@@ -85,21 +85,12 @@ def test_failure_mid_write_leaves_the_previous_tree_intact(tmp_path, monkeypatch
     assert [p.name for p in tmp_path.iterdir()] == ["example"]
 
 
-def test_replace_without_atomic_exchange_still_ends_with_the_new_tree(tmp_path, monkeypatch):
-    monkeypatch.setattr(output, "_exchange", lambda a, b: False)
-    target = tmp_path / "example"
-    replace_dir(target, {"a.yaml": {"k": 1}})
-    replace_dir(target, {"b.yaml": {"k": 2}})
-    assert read_tree(target) == {"b.yaml": "k: 2\n"}
-    assert [p.name for p in tmp_path.iterdir()] == ["example"]
-
-
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o755), (0o027, 0o750), (0o002, 0o775)])
 def test_a_new_cluster_folder_honours_the_umask(tmp_path, umask, mode):
     """mkdtemp made the staging folder, and so dist/<cluster>/, 0700 whatever the umask (issue 21 item 7)."""
     old = os.umask(umask)
     try:
-        # WHEN two clusters are written (one of them by the helper thread)
+        # WHEN two clusters are written
         output.write_all(tmp_path / "dist", {"a": {"x.yaml": {"k": 1}}, "b": {"y/z.yaml": {"k": 2}}})
     finally:
         os.umask(old)

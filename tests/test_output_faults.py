@@ -230,10 +230,10 @@ def test_a_full_or_read_only_output_is_one_line_and_changes_nothing(code, render
     assert snapshot(rendered_out) == before
 
 
-@pytest.mark.parametrize("failing", ["a", "b"])  # a: this thread's share, b: the helper thread's
+@pytest.mark.parametrize("failing", ["a", "b"])  # a: the first tree staged, b: the second (the other writer)
 def test_a_failed_write_of_one_of_several_clusters_changes_none_and_leaves_no_temporary_folder(
         failing, tmp_path, monkeypatch, capsys):
-    # GIVEN two clusters rendered once, then both made stale (so both are staged, by two writers)
+    # GIVEN two clusters rendered once, then both made stale (so both are staged)
     out = tmp_path / "dist"
     specs = [str(spec(tmp_path, "a")), str(spec(tmp_path, "b"))]
     assert main(["--spec", specs[0], "--spec", specs[1], "--out", str(out)]) == 0
@@ -249,7 +249,7 @@ def test_a_failed_write_of_one_of_several_clusters_changes_none_and_leaves_no_te
 
     monkeypatch.setattr(output, "_write_file", failing_write)
     capsys.readouterr()
-    # WHEN synth writes both and one of the writers fails
+    # WHEN synth writes both and the staging of one fails
     rc, _, err = run_cli(capsys, "--spec", specs[0], "--spec", specs[1], "--out", str(out))
     # THEN exit 2, one line, both old trees intact and no temporary folder left
     assert rc == 2 and len(err) == 1 and os.strerror(errno.ENOSPC) in err[0]
@@ -258,7 +258,7 @@ def test_a_failed_write_of_one_of_several_clusters_changes_none_and_leaves_no_te
 
 
 def test_two_writers_write_every_tree_exactly(tmp_path, monkeypatch):
-    # GIVEN five trees (staged by this thread and a helper thread, every other one)
+    # GIVEN five trees (staged two at a time)
     trees = {f"c{i}": {f"unit/configmap-{j}.yaml": f"n: {i}-{j}\n" for j in range(30)} for i in range(5)}
     import threading
 
@@ -269,9 +269,9 @@ def test_two_writers_write_every_tree_exactly(tmp_path, monkeypatch):
         return real(path, text)
 
     monkeypatch.setattr(output, "_write_file", noting_writer)
-    # WHEN written / THEN both threads wrote, each folder holds exactly its files, nothing else is left
+    # WHEN written / THEN only the writer threads wrote, each folder holds exactly its files, nothing else is left
     output.write_all(tmp_path / "out", trees)
-    assert writers == {threading.current_thread().name, "slurmgen-stage"}
+    assert writers and all(name.startswith("slurmgen-stage") for name in writers)
     assert {name: read_tree(tmp_path / "out" / name) for name in trees} == trees
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([MARKER, *trees])
 
@@ -287,11 +287,11 @@ def test_a_failure_while_swapping_several_clusters_puts_every_old_tree_back(tmp_
     # WHEN the second swap fails (after the first succeeded)
     real, calls = output._swap, {"n": 0}
 
-    def failing_swap(staging, target, olds):
+    def failing_swap(staging, target):
         calls["n"] += 1
         if calls["n"] == 2:
             raise OSError(errno.EIO, os.strerror(errno.EIO), str(target))
-        return real(staging, target, olds)
+        return real(staging, target)
 
     monkeypatch.setattr(output, "_swap", failing_swap)
     capsys.readouterr()
@@ -363,27 +363,36 @@ import sys, time
 from pathlib import Path
 from slurmgen import cli, output
 real, calls = output._swap, []
-def slow(staging, target, olds):
-    undo = real(staging, target, olds)
+def slow(staging, target):
+    old = real(staging, target)
     calls.append(target)
     if len(calls) == 1:
         Path(sys.argv[1]).write_text("one swapped")
         time.sleep(60)
-    return undo
+    return old
 output._swap = slow
 sys.exit(cli.main(sys.argv[2:]))
 """
 
+_KILLED_BETWEEN_RENAMES = """
+import os, sys, time
+from pathlib import Path
+from slurmgen import cli, output
+real = os.rename
+def slow(src, dst):
+    real(src, dst)
+    if ".old-" in str(dst):  # the old tree is aside, the new one not yet in
+        Path(sys.argv[1]).write_text("old aside")
+        time.sleep(60)
+output.os.rename = slow
+sys.exit(cli.main(sys.argv[2:]))
+"""
 
-def test_sigkill_between_two_swaps_is_named_by_check_and_repaired_by_synth(tmp_path, capsys):
-    # GIVEN two clusters rendered, then a synth of both killed after the first swap, before the second
-    out = tmp_path / "dist"
-    args = ["--spec", str(spec(tmp_path, "a")), "--spec", str(spec(tmp_path, "b")), "--out", str(out)]
-    assert main(args) == 0
-    (out / "a" / "compute" / "old.yaml").write_text("kind: ConfigMap\n")
-    (out / "b" / "compute" / "old.yaml").write_text("kind: ConfigMap\n")
-    flag = tmp_path / "swapped.flag"
-    proc = subprocess.Popen([sys.executable, "-c", _KILLED_BETWEEN_SWAPS, str(flag), *args], cwd=REPO,
+
+def _killed(tmp_path: Path, code: str, args: list[str]) -> None:
+    """Run synth with `code` patched in and SIGKILL it once it wrote its flag."""
+    flag = tmp_path / "killed.flag"
+    proc = subprocess.Popen([sys.executable, "-c", code, str(flag), *args], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while not flag.exists():
@@ -391,14 +400,52 @@ def test_sigkill_between_two_swaps_is_named_by_check_and_repaired_by_synth(tmp_p
         time.sleep(0.05)
     proc.kill()
     proc.communicate(timeout=60)
-    # THEN a is new and b old (a mix), and --check says exactly which clusters may be mixed
+
+
+def test_sigkill_between_two_clusters_is_named_by_check_and_repaired_by_synth(tmp_path, capsys):
+    # GIVEN two clusters rendered, then a synth of both killed after the first was replaced, before the second
+    out = tmp_path / "dist"
+    args = ["--spec", str(spec(tmp_path, "a")), "--spec", str(spec(tmp_path, "b")), "--out", str(out)]
+    assert main(args) == 0
+    (out / "a" / "compute" / "old.yaml").write_text("kind: ConfigMap\n")
+    (out / "b" / "compute" / "old.yaml").write_text("kind: ConfigMap\n")
+    _killed(tmp_path, _KILLED_BETWEEN_SWAPS, args)
+    # THEN a is new and b old (each whole), and --check names a's old tree left aside and b's drift
     assert not (out / "a" / "compute" / "old.yaml").exists() and (out / "b" / "compute" / "old.yaml").exists()
+    olds = sorted(p for p in out.iterdir() if p.name.startswith(".a.old-"))
+    assert len(olds) == 1
     capsys.readouterr()
     rc, lines, _ = run_cli(capsys, *args, "--check")
-    assert rc == 1 and output.interrupted_line(out, ["a", "b"]) in lines
-    # AND the next synth writes both, removes the journal and the leftovers; --check is clean again
+    assert rc == 1 and output.leftover_line(olds[0]) in lines
+    assert f"removed: {out / 'b' / 'compute' / 'old.yaml'}" in lines
+    # AND the next synth writes b, removes the leftovers; --check is clean again
     assert main(args) == 0
     assert sorted(p.name for p in out.iterdir()) == [MARKER, "a", "b"]
+    assert main([*args, "--check"]) == 0
+
+
+def test_sigkill_between_the_two_renames_of_a_cluster_keeps_its_old_tree_and_synth_puts_it_back(
+        rendered_out, tmp_path, capsys):
+    # GIVEN a render, then a synth killed after it renamed the old tree aside, before the new one is in
+    (rendered_out / "t" / "compute" / "old.yaml").write_text("kind: ConfigMap\n")
+    before = snapshot(rendered_out / "t")
+    args = ["--spec", str(spec(tmp_path)), "--out", str(rendered_out)]
+    _killed(tmp_path, _KILLED_BETWEEN_RENAMES, args)
+    # THEN the old tree is whole, under its temporary name
+    olds = sorted(p for p in rendered_out.iterdir() if p.name.startswith(".t.old-"))
+    assert not (rendered_out / "t").exists() and len(olds) == 1 and snapshot(olds[0]) == before
+    # AND --check says so (exit 1), changing nothing
+    rc, lines, _ = run_cli(capsys, *args, "--check")
+    assert rc == 1 and output.interrupted_line(rendered_out, "t", olds[0]) in lines
+    assert not (rendered_out / "t").exists()
+    # AND the survey of the next synth puts the old tree back first (what the guards then judge)
+    found = output.survey(rendered_out, ["t"])
+    output.restore(found)
+    assert snapshot(rendered_out / "t") == before and not olds[0].exists()
+    # AND a synth from that state ends clean
+    (rendered_out / "t").rename(olds[0])
+    assert main(args) == 0
+    assert sorted(p.name for p in rendered_out.iterdir()) == [MARKER, "t"]
     assert main([*args, "--check"]) == 0
 
 
@@ -416,3 +463,16 @@ def test_summary_base_is_never_an_option_to_git(tmp_path, capsys):
 def test_summary_base_dir_that_does_not_exist_is_an_error_not_an_empty_base(tmp_path, capsys):
     rc, out, err = run_cli(capsys, "--spec", str(spec(tmp_path)), "--summary", "--base-dir", str(tmp_path / "nope"))
     assert rc == 2 and out == [] and err == [f"{tmp_path / 'nope'}: --base-dir: not a folder (does it exist?)"]
+
+
+def test_a_cluster_left_aside_by_a_killed_run_is_still_judged_by_the_guards(rendered_out, tmp_path, capsys):
+    # GIVEN a tree holding a stateful object the render no longer has, renamed aside by a killed synth
+    pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: slurm}\n"
+    (rendered_out / "t" / "compute" / "pvc.yaml").write_text(pvc)
+    (rendered_out / "t").rename(rendered_out / ".t.old-abc_123")
+    # WHEN synth runs
+    rc, _, err = run_cli(capsys, "--spec", str(spec(tmp_path)), "--out", str(rendered_out))
+    # THEN the removal is refused as if the run had never been killed, and the old tree is back in place
+    assert rc == 2 and any("PersistentVolumeClaim" in line for line in err), err
+    assert (rendered_out / "t" / "compute" / "pvc.yaml").read_text() == pvc
+    assert not (rendered_out / ".t.old-abc_123").exists()

@@ -69,7 +69,7 @@ def test_clusters_are_taken_heaviest_first_then_by_name():
 
     specs = [Spec("a", (1, 2)), Spec("b"), Spec("c", (1,)), Spec("e", (1, 2)), Spec("d", (1, 2, 3))]
     # WHEN ordered for taking / THEN the most nodesets first, ties by name
-    assert [s.name for s in parallel.claim_order(specs)] == ["d", "a", "e", "c", "b"]  # type: ignore[arg-type]
+    assert [s.name for s in parallel.heaviest_first(specs)] == ["d", "a", "e", "c", "b"]  # type: ignore[arg-type]
 
 
 def test_every_cluster_is_taken_exactly_once_across_processes():
@@ -80,7 +80,7 @@ def test_every_cluster_is_taken_exactly_once_across_processes():
     context = multiprocessing.get_context("spawn")
     claims = parallel.Claims(context)
     specs = list(range(400))
-    pools = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=parallel._adopt, initargs=(claims, os.getpid()))
+    pools = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=parallel._adopt, initargs=(claims,))
              for _ in range(2)]
     try:
         futures = [pool.submit(_take_all, specs) for pool in pools]
@@ -104,7 +104,7 @@ def test_a_worker_renders_the_same_bytes_as_this_process():
     from slurmgen.spec import load_specs
 
     alone = run(EXAMPLES, processes=1)
-    specs = parallel.claim_order(load_specs(EXAMPLES, catalog=load_catalog()))
+    specs = parallel.heaviest_first(load_specs(EXAMPLES, catalog=load_catalog()))
     # WHEN one worker takes every cluster (this process takes none)
     with parallel.Workers(1, None) as workers:
         rendered = {r.name: r for f in workers.render(specs + specs[:1], None, None) for r in f.result()}
@@ -129,8 +129,8 @@ def test_a_worker_renders_the_same_bytes_as_this_process():
     (8, 2, 2000, 2),      # two CPUs: two processes
     (40, 2, 2000, 2),
     (40, 1, 2000, 1),     # one CPU: never more than one
-    (40, 16, 745, 4),     # memory: 205 MB for the first process, 180 MB for each more
-    (40, 16, 384, 1),     # one MB short of a second process
+    (40, 16, 930, 4),     # memory: 270 MB for the first process, 220 MB for each more
+    (40, 16, 489, 1),     # one MB short of a second process
 ])
 def test_process_count_follows_cpus_fleet_size_and_memory(monkeypatch, clusters, cpus, budget, expected):
     # GIVEN no override / WHEN choosing / THEN the count is bounded by CPUs, work and memory
@@ -143,7 +143,7 @@ def test_the_memory_budget_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv("SLURMGEN_WORKERS", raising=False)
     monkeypatch.setenv("SLURMGEN_MEMORY_MB", "300")
     assert parallel.choose_processes(40, 8) == 1
-    monkeypatch.setenv("SLURMGEN_MEMORY_MB", "745")
+    monkeypatch.setenv("SLURMGEN_MEMORY_MB", "930")
     assert parallel.choose_processes(40, 8) == 4
     monkeypatch.delenv("SLURMGEN_MEMORY_MB")
     assert parallel.choose_processes(40, 8) == 2
@@ -420,7 +420,7 @@ def test_a_killed_run_leaves_no_worker_and_no_kernel(tmp_path):
     # WHEN the main process is killed outright (the OOM killer, SIGKILL): no unwinding at all
     proc.kill()
     proc.communicate(timeout=60)
-    # THEN its worker dies with it (parent death signal) and every kernel with its interpreter
+    # THEN its worker dies with it (it watches its parent's sentinel) and every kernel with its interpreter
     assert _gone(tag) == []
 
 
@@ -453,3 +453,27 @@ def test_a_cpu_the_system_refuses_is_only_not_pinned(monkeypatch):
     with parallel.kept_to(0):
         ran.append(True)
     assert ran == [True]
+
+
+def _imports(module: str) -> set[str]:
+    """The slurmgen modules `module` imports anywhere in its file (function-level imports too)."""
+    import ast
+
+    tree = ast.parse((REPO / "slurmgen" / f"{module}.py").read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {alias.name for alias in node.names} if not node.module else {node.module.split(".")[0]}
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module" and node.args:
+            name = getattr(node.args[0], "value", "")
+            if isinstance(name, str) and name.startswith("slurmgen."):
+                found.add(name.split(".")[1])
+    return found
+
+
+def test_the_run_modules_import_in_one_direction():
+    # GIVEN the modules of a run: pipeline -> launch -> parallel -> render (a worker renders with render)
+    # THEN none imports one before it: no cycle, and a worker never reaches into the pipeline
+    assert "pipeline" not in _imports("launch") | _imports("parallel") | _imports("render")
+    assert "launch" not in _imports("parallel") | _imports("render")
+    assert "parallel" not in _imports("render")

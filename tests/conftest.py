@@ -41,16 +41,18 @@ def assert_golden(text: str, golden: Path) -> None:
     assert text == golden.read_text()
 
 
-def need_shared(path: Path) -> Path:
-    """`path` (under ../shared) for an optional deep test; skip with the reason when it is absent.
+def skip_or_fail(reason: str) -> None:
+    """Skip an optional deep test, saying why; with SLURMGEN_REQUIRE_SHARED=1 (CI, where the deep
+    tests must run) fail instead."""
+    if REQUIRE_SHARED:
+        pytest.fail(f"{reason}; SLURMGEN_REQUIRE_SHARED=1 forbids skipping it")
+    pytest.skip(reason)
 
-    With SLURMGEN_REQUIRE_SHARED=1 the absence is a failure instead of a skip.
-    """
+
+def need_shared(path: Path) -> Path:
+    """`path` (under ../shared) for an optional deep test; skip (or fail, see skip_or_fail) when it is absent."""
     if not path.exists():
-        reason = f"deep test: needs {path} (upstream files beside the checkout), which is absent"
-        if REQUIRE_SHARED:
-            pytest.fail(f"{reason}; SLURMGEN_REQUIRE_SHARED=1 forbids skipping it")
-        pytest.skip(reason)
+        skip_or_fail(f"deep test: needs {path} (upstream files beside the checkout), which is absent")
     return path
 
 

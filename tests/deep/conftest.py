@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import REQUIRE_SHARED
+from ..conftest import skip_or_fail
 from . import harness
 
 
@@ -18,9 +18,7 @@ def slurm_site():
     """MariaDB and slurmdbd on loopback; skip (or, with SLURMGEN_REQUIRE_SHARED=1, fail) without them."""
     why = harness.missing()
     if why:
-        if REQUIRE_SHARED:
-            pytest.fail(f"{why}; SLURMGEN_REQUIRE_SHARED=1 forbids skipping it")
-        pytest.skip(why)
+        skip_or_fail(why)
     harness.prepare_machine()
     # not under pytest's basetemp (0700): slurm, the SlurmUser, must reach its files
     root = Path(tempfile.mkdtemp(prefix="slurmgen-deep-"))

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from tests.conftest import SHARED
+
 REPO = Path(__file__).resolve().parents[2]
 #: the deep tests' own cluster specs (the shapes of the shipped examples; never clusters/)
 SPECS = Path(__file__).resolve().parents[1] / "specs"
-SHARED_SLURM = REPO.parent / "shared" / "slurm"
+SHARED_SLURM = SHARED / "slurm"
 #: the build's compiled-in prefix (BUILD.md): slurmd starts slurmstepd from here
 PREFIX = Path("/opt/slurm2605")
 #: Debian run-time packages BUILD.md names (libraries, and MariaDB for slurmdbd)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -25,25 +24,12 @@ from slurmgen import topology_labeler as lab
 from slurmgen.spec import parse_text
 from slurmgen.topology import labeler_config, topology_yaml
 from tests.block_placement import fits
-from tests.conftest import REQUIRE_SHARED, need_shared
-from tests.deep.harness import PREFIX, SHARED_SLURM, prepare_machine
+from tests.conftest import need_shared, skip_or_fail
+from tests.deep.harness import PREFIX, SHARED_SLURM, free_port, prepare_machine
 SPEC = Path(__file__).with_name("block_cluster.yaml")
 # Kubernetes nodes of the Capacity Block: three under network node x, three alone.
 DOMAINS = {"x1": "nn-x", "x2": "nn-x", "x3": "nn-x", "w1": "nn-w", "y1": "nn-y", "z1": "nn-z"}
 WAIT = 20.0  # seconds, for any daemon or job
-
-
-def _skip(reason: str) -> None:
-    """Skip, or fail under SLURMGEN_REQUIRE_SHARED=1 (CI, where the deep tests must run)."""
-    if REQUIRE_SHARED:
-        pytest.fail(f"{reason}; SLURMGEN_REQUIRE_SHARED=1 forbids skipping it")
-    pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class SlurmCluster:
@@ -59,7 +45,7 @@ class SlurmCluster:
         self.root = root
         self.partition = partition
         self.procs: list[subprocess.Popen[bytes]] = []
-        self.port = _free_port()
+        self.port = free_port()
         for sub in ("state", "log", "spool", "run-ctld"):
             (root / sub).mkdir()
         (root / "slurm.key").write_bytes(os.urandom(1024))
@@ -98,7 +84,7 @@ class SlurmCluster:
     def add_node(self, name: str, topology: str) -> None:
         """A dynamic node as a Slinky worker pod starts it, its Topology= from the node annotation."""
         (self.root / "spool" / name).mkdir()
-        conf = f"CPUs=1 RealMemory=100 Port={_free_port()} Feature={self.partition} Topology={topology}"
+        conf = f"CPUs=1 RealMemory=100 Port={free_port()} Feature={self.partition} Topology={topology}"
         self._daemon(self.root / f"run-{name}", f"{name}.out", str(PREFIX / "sbin" / "slurmd"),
                      "-D", "-Z", "-N", name, "--conf", conf)
 
@@ -129,11 +115,11 @@ def _prerequisites() -> None:
     """The build at its compiled-in prefix and the `slurm` user: made when root, else skip."""
     build = need_shared(SHARED_SLURM)
     if os.geteuid() != 0:
-        _skip("deep test: needs root (slurmd starts jobs as their user; daemons need private mounts)")
+        skip_or_fail("deep test: needs root (slurmd starts jobs as their user; daemons need private mounts)")
     assert build.resolve() == SHARED_SLURM.resolve()
     prepare_machine()  # the build's prefix and the `slurm` user (tests/deep/harness.py)
     if shutil.which("unshare") is None:
-        _skip("deep test: needs unshare (util-linux) for the daemons' private /run")
+        skip_or_fail("deep test: needs unshare (util-linux) for the daemons' private /run")
 
 
 def _assignment() -> tuple[str, dict[str, str], list[str], list[int]]:

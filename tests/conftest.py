@@ -4,6 +4,7 @@ switch for the optional deep tests that read upstream files beside the checkout 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,13 @@ gitops: {repoURL: "https://github.com/o/r.git"}
 nodesets: [{name: gpu, instanceType: g5.xlarge}]
 partitions: [{name: gpu, nodesets: [gpu]}]
 """
+
+
+def running_venv() -> Path:
+    """The virtual environment running these tests: the one `make install` built from requirements.txt."""
+    if sys.prefix == sys.base_prefix:
+        pytest.fail("the tests must run in the project's virtual environment (make test)")
+    return Path(sys.prefix)
 
 
 def assert_golden(text: str, golden: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import MINIMAL_SPEC, REPO
+from .conftest import MINIMAL_SPEC, REPO, running_venv
 
 CLI = REPO / "node_modules" / ".bin" / "cdk8s"
 SPEC = MINIMAL_SPEC + "versions: {slurmImageTag: 26.05.1-ubuntu26.04}\n"
@@ -38,14 +38,14 @@ def fork(tmp_path: Path) -> Path:
         shutil.copy(REPO / name, repo / name)
     for package in ("slurmgen", "charts", "apps"):
         shutil.copytree(REPO / package, repo / package, ignore=shutil.ignore_patterns("__pycache__"))
-    (repo / ".venv").symlink_to(REPO / ".venv")
+    (repo / ".venv").symlink_to(running_venv(), target_is_directory=True)  # CI runs in place with another .venv
     (repo / "clusters").mkdir()
     (repo / "clusters" / "t.yaml").write_text(SPEC)
     return repo
 
 
 def cdk8s_synth(repo: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}", "CDK8S_CHECK_UPGRADE": "false"}
+    env = {**os.environ, "PATH": f"{running_venv() / 'bin'}:{os.environ['PATH']}", "CDK8S_CHECK_UPGRADE": "false"}
     return subprocess.run([str(CLI), "synth"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
 
 

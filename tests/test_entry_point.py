@@ -13,13 +13,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SPECS
+from tests.conftest import REPO, SPECS, running_venv
 
 CLEAN_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -42,13 +41,6 @@ def clean_env(**extra: str) -> dict[str, str]:
     # the test session's own folder (conftest), never the user's.
     return {"PATH": CLEAN_PATH, "HOME": os.environ.get("HOME", "/tmp"),
             "SLURMGEN_CACHE_DIR": os.environ["SLURMGEN_CACHE_DIR"], **extra}
-
-
-def running_venv() -> Path:
-    """The virtual environment running these tests: the one `make install` built from requirements.txt."""
-    if sys.prefix == sys.base_prefix:
-        pytest.fail("the tests must run in the project's virtual environment (make test)")
-    return Path(sys.prefix)
 
 
 def checkout(tmp_path: Path) -> Path:

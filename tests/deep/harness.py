@@ -62,6 +62,7 @@ def missing() -> str | None:
             return f"deep test: needs {what} (Debian mariadb-server, see {SHARED_SLURM}/BUILD.md); .ci/run installs it"
     if os.geteuid() != 0:
         return "deep test: the real Slurm daemons need root (SlurmUser, cgroups, /opt prefix)"
+    link_prefix()  # the binaries find libslurmfull.so through the compiled-in prefix: link it before probing
     probe = subprocess.run([str(SHARED_SLURM / "sbin" / "slurmctld"), "-V"], capture_output=True, text=True)
     if probe.returncode != 0:
         return (f"deep test: {SHARED_SLURM}/sbin/slurmctld does not start here (run-time libraries, see "
@@ -69,13 +70,22 @@ def missing() -> str | None:
     return None
 
 
+def link_prefix() -> None:
+    """Point the build's compiled-in prefix at this checkout's ../shared/slurm (BUILD.md; root only).
+
+    A link left dangling or pointing at another checkout's build is replaced; a real folder is left
+    alone. Without ../shared/slurm nothing is touched (a clone with nothing beside it)."""
+    if not (SHARED_SLURM / "sbin" / "slurmctld").exists():
+        return
+    if PREFIX.is_symlink() and PREFIX.resolve() != SHARED_SLURM.resolve():
+        PREFIX.unlink()
+    if not PREFIX.exists():
+        PREFIX.symlink_to(SHARED_SLURM.resolve())
+
+
 def prepare_machine() -> None:
     """The build's prefix and the SlurmUser, as BUILD.md asks (root only)."""
-    if not PREFIX.exists() or PREFIX.resolve() != SHARED_SLURM.resolve():
-        if PREFIX.is_symlink():
-            PREFIX.unlink()
-        if not PREFIX.exists():
-            PREFIX.symlink_to(SHARED_SLURM.resolve())
+    link_prefix()
     try:
         pwd.getpwnam("slurm")
     except KeyError:

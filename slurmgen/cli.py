@@ -14,7 +14,13 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+from .errors import UserError
+
+if TYPE_CHECKING:  # only for annotations: importing them at start would slow `--help`
+    from .output import Survey
+    from .pipeline import Result
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -100,8 +106,7 @@ def _argocd(args: argparse.Namespace) -> int:
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        print(f"--verify-argocd: cannot read {source}: {err}", file=sys.stderr)
-        return 2
+        raise UserError(f"--verify-argocd: cannot read {source}: {err}") from None
     problems = argocd_settings.verify(text)
     for line in problems:
         print(f"{source}: {line}")
@@ -139,61 +144,26 @@ def _cdk8s_scratch(out: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; a `UserError` from any stage is printed, one line per problem, as its exit status."""
     args = _parser().parse_args(argv)
+    try:
+        return _command(args)
+    except UserError as err:
+        for line in err.lines:
+            print(shown(line), file=sys.stdout if err.stdout else sys.stderr)
+        return err.status
+
+
+def _command(args: argparse.Namespace) -> int:
+    """Check the flags, render every spec once, then hand the result to the one command asked for."""
     if args.argocd_settings or args.verify_argocd:
         return _argocd(args)
+    _check_flags(args)
     out = args.out or Path(os.environ.get("CDK8S_OUTDIR") or REPO / "dist")
     if args.out is not None:
         _cdk8s_scratch(args.out)
-    folder = REPO / "clusters"
-    spec_paths = args.spec or cluster_files(folder)
-    if not spec_paths:
-        # Exit 2, not 0: with no spec every dist/<cluster> would silently become an orphan.
-        print(f"{shown(str(folder))}: no cluster spec (a *.yaml whose name does not start with '_'): "
-              f"add {folder.name}/<name>.yaml or pass --spec FILE", file=sys.stderr)
-        return 2
-
-    if (args.max_chars is not None or args.full_summary) and not args.summary:
-        print("--max-chars, --full-summary: only with --summary", file=sys.stderr)
-        return 2
-    if args.max_chars is not None and args.max_chars < 2000:
-        print(f"--max-chars {args.max_chars}: too small for the headlines; use 2000 or more (60000 for a "
-              "PR comment)", file=sys.stderr)
-        return 2
-    if args.cluster and not (args.explain or args.preview):
-        print("--cluster: only with --explain NAME or --preview", file=sys.stderr)
-        return 2
-    if args.allow_unproven and not args.preview:
-        print("--allow-unproven: only with --preview", file=sys.stderr)
-        return 2
-    if args.explain and args.explain not in explain_names():
-        print(f"--explain: unknown name {args.explain!r} (one of {', '.join(explain_names())})", file=sys.stderr)
-        return 2
-
-    # Worker processes start first (launch imports little), the rest is imported while they start;
-    # all of it only here, so `--help` and argument errors stay instant.
-    from ._runtime import node_problem
-    from .launch import launch
-
-    if (missing_node := node_problem()) is not None:
-        print(missing_node, file=sys.stderr)
-        return 2
-
-    use_cache = not args.no_cache and args.crd_dir is None  # as pipeline.run decides it
-    # SIGTERM, SIGHUP and Ctrl-C while rendering unwind as SystemExit too: the run's `with` blocks
-    # then stop the worker processes (the default action would leave them, and their kernels, behind).
-    with _signals_unwind():
-        started = launch(spec_paths, use_cache=use_cache,
-                         processes=max(1, args.workers) if args.workers is not None else None)
-        from .pipeline import InputError, run
-        from .timing import Stopwatch
-
-        try:
-            result = run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started)
-        except InputError as err:
-            for line in err.lines:
-                print(shown(line), file=sys.stderr)
-            return 2
+    spec_paths = args.spec or cluster_files(REPO / "clusters")
+    result = _render(args, spec_paths)
     for note in result.notes:
         print(f"warning: {note}", file=sys.stderr)
     if args.explain == IDENTITY:
@@ -207,78 +177,131 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.summary:
         return _summary(result, out, args.base, args.base_dir, subset=bool(args.spec), spec_paths=spec_paths,
                         max_chars=args.max_chars, full_file=args.full_summary)
+    survey = _guarded(result, out, args)
+    status = _check(result, out, survey, full=not args.spec) if args.check else _synth(result, out, survey, args)
+    if args.timings:
+        from .timing import Stopwatch
+
+        for line in Stopwatch(result.timings).lines():
+            print(line, file=sys.stderr)
+    return status
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """Flags that only mean something together, and a render with no spec at all: one line, exit 2."""
+    folder = REPO / "clusters"
+    if not args.spec and not cluster_files(folder):
+        # Exit 2, not 0: with no spec every dist/<cluster> would silently become an orphan.
+        raise UserError(f"{folder}: no cluster spec (a *.yaml whose name does not start with '_'): "
+                        f"add {folder.name}/<name>.yaml or pass --spec FILE")
+    if (args.max_chars is not None or args.full_summary) and not args.summary:
+        raise UserError("--max-chars, --full-summary: only with --summary")
+    if args.max_chars is not None and args.max_chars < 2000:
+        raise UserError(f"--max-chars {args.max_chars}: too small for the headlines; use 2000 or more (60000 for a "
+                        "PR comment)")
+    if args.cluster and not (args.explain or args.preview):
+        raise UserError("--cluster: only with --explain NAME or --preview")
+    if args.allow_unproven and not args.preview:
+        raise UserError("--allow-unproven: only with --preview")
+    if args.explain and args.explain not in explain_names():
+        raise UserError(f"--explain: unknown name {args.explain!r} (one of {', '.join(explain_names())})")
+
+
+def _render(args: argparse.Namespace, spec_paths: Sequence[Path]) -> Result:
+    """Load, plan, render and verify every spec (the cache and the worker processes decide how)."""
+    # Worker processes start first (launch imports little), the rest is imported while they start;
+    # all of it only here, so `--help` and argument errors stay instant.
+    from ._runtime import node_problem
+    from .launch import launch
+
+    if (missing_node := node_problem()) is not None:
+        raise UserError(missing_node)
+    use_cache = not args.no_cache and args.crd_dir is None  # as pipeline.run decides it
+    # SIGTERM, SIGHUP and Ctrl-C while rendering unwind as SystemExit too: the run's `with` blocks
+    # then stop the worker processes (the default action would leave them, and their kernels, behind).
+    with _signals_unwind():
+        started = launch(spec_paths, use_cache=use_cache,
+                         processes=max(1, args.workers) if args.workers is not None else None)
+        from .pipeline import run
+
+        return run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started)
+
+
+def _guarded(result: Result, out: Path, args: argparse.Namespace) -> Survey:
+    """What is in `out` now, once the output folder, shared names and the destroy guard allow the
+    render; a run killed mid-write is put back first (synth only). --check reads what it cannot
+    judge as drift (stdout, exit 1); synth refuses it (stderr, exit 2)."""
     from . import guards, output
 
-    names = [c.spec.name for c in result.clusters]
     why = output.forbidden(out, REPO)
     if why:
-        print(f"{out}: refusing to use it as the output folder: {why}; pass --out with a folder of its own "
-              "(default dist/)", file=sys.stderr)
-        return 2
-    found = output.survey(out, names)
+        raise UserError(f"{out}: refusing to use it as the output folder: {why}; pass --out with a folder of its own "
+                        "(default dist/)")
+    found = output.survey(out, [c.spec.name for c in result.clusters])
     if found.problems:
         # Not (entirely) ours: synth refuses; --check reports it without reading what is in the way.
-        for line in found.problems:
-            print(line, file=sys.stdout if args.check else sys.stderr)
-        return 1 if args.check else 2
+        raise UserError(found.problems, status=1 if args.check else 2, stdout=args.check)
     if not args.check:
         try:  # a run killed mid-write left a cluster's previous tree aside: back in place before it is judged
             output.restore(found)
         except OSError as err:
-            print(f"{out}: cannot put back a previous tree: {err.strerror or err}", file=sys.stderr)
-            return 2
+            raise UserError(f"{out}: cannot put back a previous tree: {err.strerror or err}") from None
     try:
-        clash = _collisions(result, out)
-        refused = clash + result.guard(out, args.allow_destroy) + result.sync_problems(out)
-    except guards.BadApproval as err:
-        refused = err.lines
+        refused = _collisions(result, out) + result.guard(out, args.allow_destroy) + result.sync_problems(out)
     except guards.UnreadableTree as err:
-        for line in err.lines:
-            print(line, file=sys.stdout if args.check else sys.stderr)
-        return 1 if args.check else 2
+        raise UserError(err.lines, status=1 if args.check else 2, stdout=args.check) from None
     if refused:
-        for line in refused:
-            print(shown(line), file=sys.stderr)
-        return 2
-    full = not args.spec  # every spec rendered: a cluster folder without a spec is stale
-    orphans = result.orphans(out) if full else []
-    if args.check:
-        drift = [output.leftover_line(p) for p in found.leftovers]
-        drift += [output.interrupted_line(out, name, old) for name, old in sorted(found.restore.items())]
-        if os.path.lexists(out) and not found.marked:
-            drift.append(f"added:   {out / output.MARKER} (synth writes the marker that makes {out} slurmgen's)")
-        drift += result.compare(out)
-        for line in drift + [_orphan_line(out, name) for name in orphans]:
-            print(line)
-        if drift:
-            print(f"dist is stale: run `make synth` and commit {out}", file=sys.stderr)
-        if orphans:
-            # synth never deletes a cluster folder, so `make synth` cannot clear this drift.
-            print(f"{len(orphans)} orphaned cluster folder(s) in {out}: no spec renders them and synth never removes "
-                  "them; delete each by hand once its Argo CD root Application is gone "
-                  "(it may hold stateful objects; see docs/guarantees.md)", file=sys.stderr)
-        if drift or orphans:
-            return 1
-        print(f"{out}: up to date ({result.object_count} objects in {len(result.clusters)} cluster(s))")
-    else:
-        try:
-            with result.timer("write"), _signals_unwind():
-                output.write_all(out, result.changed_trees(out), found)
-        except output.OutputError as err:
-            for line in err.lines:
-                print(line, file=sys.stderr)
-            return 2
-        except OSError as err:
-            where = f" ({err.filename})" if err.filename else ""
-            print(f"{out}: cannot write: {err.strerror or err}{where}; no cluster folder was changed", file=sys.stderr)
-            return 2
-        print(f"wrote {result.object_count} objects for {len(result.clusters)} cluster(s) into {out}")
-        for name in orphans:
-            print(f"warning: {_orphan_line(out, name)}", file=sys.stderr)
-    if args.timings:
-        for line in Stopwatch(result.timings).lines():
-            print(line, file=sys.stderr)
+        raise UserError(refused)
+    return found
+
+
+def _check(result: Result, out: Path, found: Survey, *, full: bool) -> int:
+    """`--check`: every difference between `out` and the render on stdout; 1 on drift or an orphan."""
+    from . import output
+
+    orphans = result.orphans(out) if full else []  # every spec rendered: a folder without a spec is stale
+    drift = [output.leftover_line(p) for p in found.leftovers]
+    drift += [output.interrupted_line(out, name, old) for name, old in sorted(found.restore.items())]
+    if os.path.lexists(out) and not found.marked:
+        drift.append(f"added:   {out / output.MARKER} (synth writes the marker that makes {out} slurmgen's)")
+    drift += result.compare(out)
+    for line in drift + [_orphan_line(out, name) for name in orphans]:
+        print(line)
+    if drift:
+        print(f"dist is stale: run `make synth` and commit {out}", file=sys.stderr)
+    if orphans:
+        # synth never deletes a cluster folder, so `make synth` cannot clear this drift.
+        print(f"{len(orphans)} orphaned cluster folder(s) in {out}: no spec renders them and synth never removes "
+              "them; delete each by hand once its Argo CD root Application is gone "
+              "(it may hold stateful objects; see docs/guarantees.md)", file=sys.stderr)
+    if drift or orphans:
+        return 1
+    print(f"{out}: up to date ({result.object_count} objects in {len(result.clusters)} cluster(s))")
     return 0
+
+
+def _synth(result: Result, out: Path, found: Survey, args: argparse.Namespace) -> int:
+    """Write every changed cluster folder into `out` (all of them or none), then warn about orphans."""
+    from . import output
+
+    orphans = result.orphans(out) if not args.spec else []  # every spec rendered: a folder without one is stale
+    try:
+        with result.timer("write"), _signals_unwind():
+            output.write_all(out, result.changed_trees(out), found)
+    except OSError as err:
+        where = f" ({err.filename})" if err.filename else ""
+        raise UserError(f"{out}: cannot write: {err.strerror or err}{where}; no cluster folder was changed") from None
+    print(f"wrote {result.object_count} objects for {len(result.clusters)} cluster(s) into {out}")
+    for name in orphans:
+        print(f"warning: {_orphan_line(out, name)}", file=sys.stderr)
+    return 0
+
+
+def _quiet_while_stopping(_unraisable: object) -> None:
+    """`sys.unraisablehook` once a stop signal arrived: a finaliser of an object the signal caught half
+    built may fail as it is collected (jsii's kernel process object, when the signal lands while it
+    starts Node, has no process to stop). The run ends with 128 + the signal, which says why; the
+    "Exception ignored ... Traceback" lines Python would print say nothing more."""
 
 
 @contextmanager
@@ -287,6 +310,7 @@ def _signals_unwind() -> Iterator[None]:
     swaps back what it swapped and removes its temporary folders, with no traceback (the default
     action would end the process on the spot, or print one for Ctrl-C)."""
     def _exit(signum: int, _frame: object) -> None:
+        sys.unraisablehook = _quiet_while_stopping
         raise SystemExit(128 + signum)
 
     if threading.current_thread() is not threading.main_thread():
@@ -300,12 +324,12 @@ def _signals_unwind() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _collisions(result: object, out: Path) -> list[str]:
+def _collisions(result: Result, out: Path) -> list[str]:
     """Shared names between the rendered clusters, and with the other cluster trees already in `out/`."""
     from . import collisions, guards, output
 
-    trees = [collisions.Tree(c.spec.source, c.files, c.shared_names) for c in result.clusters]  # type: ignore[attr-defined]
-    rendered = {c.spec.name for c in result.clusters}  # type: ignore[attr-defined]
+    trees = [collisions.Tree(c.spec.source, c.files, c.shared_names) for c in result.clusters]
+    rendered = {c.spec.name for c in result.clusters}
     if os.path.isdir(out):
         for entry in sorted(os.listdir(out)):
             folder = out / entry
@@ -323,34 +347,31 @@ def _orphan_line(out: Path, name: str) -> str:
             "once its Argo CD root Application is gone (it may hold stateful objects; see docs/guarantees.md)")
 
 
-def _explain_identity(result: object, cluster: str | None) -> int:
+def _explain_identity(result: Result, cluster: str | None) -> int:
     """Print the IAM identity plan (`--explain identity`); exit 2 with one line for an unknown cluster."""
     from .identity import explain
 
-    specs = [c.spec for c in result.clusters]  # type: ignore[attr-defined]
+    specs = [c.spec for c in result.clusters]
     try:
         sys.stdout.write(explain(specs, cluster))
     except KeyError:
-        print(f"--cluster: no cluster {cluster!r} (rendered: {', '.join(sorted(s.name for s in specs))})",
-              file=sys.stderr)
-        return 2
+        raise UserError(f"--cluster: no cluster {cluster!r} (rendered: {', '.join(sorted(s.name for s in specs))})"
+                        ) from None
     return 0
 
 
-def _explain_sssd(result: object, cluster: str | None) -> int:
+def _explain_sssd(result: Result, cluster: str | None) -> int:
     """Print sssd.conf (`--explain sssd.conf`): with secrets mode precreated, the text for the site's Secret."""
     from charts.secrets import effective_sssd_conf
 
-    specs = {c.spec.name: c.spec for c in result.clusters}  # type: ignore[attr-defined]
+    specs = {c.spec.name: c.spec for c in result.clusters}
     if cluster is not None and cluster not in specs:
-        print(f"--cluster: no cluster {cluster!r} (rendered: {', '.join(sorted(specs))})", file=sys.stderr)
-        return 2
+        raise UserError(f"--cluster: no cluster {cluster!r} (rendered: {', '.join(sorted(specs))})")
     names = [cluster] if cluster is not None else sorted(specs)
     if len(names) == 1:
         text, why = effective_sssd_conf(specs[names[0]])
         if text is None:
-            print(f"{names[0]}: sssd.conf: {why}", file=sys.stderr)
-            return 2
+            raise UserError(f"{names[0]}: sssd.conf: {why}")
         sys.stdout.write(text)
         return 0
     parts = []
@@ -361,45 +382,34 @@ def _explain_sssd(result: object, cluster: str | None) -> int:
     return 0
 
 
-def _explain(result: object, name: str, cluster: str | None) -> int:
+def _explain(result: Result, name: str, cluster: str | None) -> int:
     """Print one effective Slurm file (`--explain`); exit 2 with one line for an unknown cluster."""
-    from .slurmconf.explain import ExplainError, explain
+    from .slurmconf.explain import explain
 
-    trees = {c.spec.name: c.files for c in result.clusters}  # type: ignore[attr-defined]
-    try:
-        sys.stdout.write(explain(trees, name, cluster))
-    except ExplainError as err:
-        print(err, file=sys.stderr)
-        return 2
+    sys.stdout.write(explain({c.spec.name: c.files for c in result.clusters}, name, cluster))
     return 0
 
 
-def _preview(result: object, cluster: str | None, allow_unproven: Sequence[str] = ()) -> int:
+def _preview(result: Result, cluster: str | None, allow_unproven: Sequence[str] = ()) -> int:
     """`--preview`: report per chart on stdout, one line per problem on stderr; exit 2 on a problem."""
     import time
 
-    from .preview import PreviewUnavailable, helm_sources, locator_from_env, preview_clusters
+    from .preview import helm_sources, locator_from_env, preview_clusters
     from .preview.charts import helm_sdk
 
-    clusters = [c for c in result.clusters if cluster in (None, c.spec.name)]  # type: ignore[attr-defined]
+    clusters = [c for c in result.clusters if cluster in (None, c.spec.name)]
     if not clusters:
-        names = ", ".join(c.spec.name for c in result.clusters)  # type: ignore[attr-defined]
-        print(f"--cluster: no cluster named {cluster!r}; rendered: {names}", file=sys.stderr)
-        return 2
+        names = ", ".join(c.spec.name for c in result.clusters)
+        raise UserError(f"--cluster: no cluster named {cluster!r}; rendered: {names}")
     charts = sorted({s.chart for c in clusters for s in helm_sources(dict(c.files))})
     for name in allow_unproven:
         if name not in charts:  # a misspelt allowance would silently allow nothing
-            print(f"--allow-unproven {name}: no Helm Application of the previewed cluster(s) uses chart {name}; "
-                  f"charts: {', '.join(charts)}", file=sys.stderr)
-            return 2
+            raise UserError(f"--allow-unproven {name}: no Helm Application of the previewed cluster(s) uses chart "
+                            f"{name}; charts: {', '.join(charts)}")
     start = time.perf_counter()
-    try:
-        helm_sdk()  # before any work: a missing SDK is one line, whatever the chart sources
-        locator = locator_from_env()
-        previews = preview_clusters(clusters, locator, frozenset(allow_unproven))
-    except PreviewUnavailable as err:
-        print(err, file=sys.stderr)
-        return 2
+    helm_sdk()  # before any work: a missing SDK is one line, whatever the chart sources
+    locator = locator_from_env()
+    previews = preview_clusters(clusters, locator, frozenset(allow_unproven))
     problems = [line for p in previews for line in p.problems]
     for p in previews:
         for line in p.lines():
@@ -421,34 +431,29 @@ def _preview(result: object, cluster: str | None, allow_unproven: Sequence[str] 
     return 2 if problems else 0
 
 
-def _summary(result: object, out: Path, ref: str | None, base_dir: Path | None, *, subset: bool,
+def _summary(result: Result, out: Path, ref: str | None, base_dir: Path | None, *, subset: bool,
              spec_paths: Sequence[Path] = (), max_chars: int | None = None, full_file: Path | None = None) -> int:
     """Print the PR summary; with --spec, only the named clusters are compared. Prices: the packaged
     table plus the prices.csv beside the specs; with --max-chars it fits a PR comment."""
-    from .catalog.pricing import PriceError, site_prices
-    from .review import BaseUnavailable, trees_from_dir, trees_from_git
+    from .catalog.pricing import site_prices
+    from .review import trees_from_dir, trees_from_git
     from .summary import fit_comment, full_text, sections
 
-    try:
-        prices = site_prices(spec_paths)
-        old = trees_from_dir(base_dir) if base_dir else trees_from_git(ref or "HEAD", out)
-    except (BaseUnavailable, PriceError) as err:
-        print(err, file=sys.stderr)
-        return 2
-    new = {c.spec.name: dict(c.files) for c in result.clusters}  # type: ignore[attr-defined]
+    prices = site_prices(spec_paths)
+    old = trees_from_dir(base_dir) if base_dir else trees_from_git(ref or "HEAD", out)
+    new = {c.spec.name: dict(c.files) for c in result.clusters}
     if subset:
         old = {name: tree for name, tree in old.items() if name in new}
     from .preview.diff import chart_section
 
-    catalog = result.catalog  # type: ignore[attr-defined]
+    catalog = result.catalog
     parts = sections(old, new, catalog=catalog, charts=chart_section, prices=prices)
     full = full_text(parts)
     if full_file is not None:
         try:
             full_file.write_text(full, encoding="utf-8")
         except OSError as err:
-            print(f"{full_file}: --full-summary: cannot write: {err.strerror or err}", file=sys.stderr)
-            return 2
+            raise UserError(f"{full_file}: --full-summary: cannot write: {err.strerror or err}") from None
     if max_chars is not None and len(full) > max_chars:
         full = fit_comment(parts, max_chars)
     sys.stdout.write(full)

@@ -18,6 +18,7 @@ import re
 
 import yaml
 
+from .errors import UserError
 from .quantity import memory_mib
 from .spec._yaml import load_document
 
@@ -111,12 +112,8 @@ def parse_object(text: str) -> Obj | None:
     return doc
 
 
-class UnreadableTree(Exception):
+class UnreadableTree(UserError):
     """Files of a previous render that cannot be read or parsed: the guards cannot see what they held."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("\n".join(lines))
 
 
 def read_tree(root: Path) -> dict[str, Obj]:
@@ -248,13 +245,9 @@ def destructive_changes(cluster: str, old: Iterable[Obj], new: Iterable[Obj]) ->
     return changes + policy_removals(cluster, before.values(), after.values())
 
 
-class BadApproval(ValueError):
+class BadApproval(UserError):
     """An --allow-destroy value that is malformed, ambiguous or matches nothing: one line each, then
     the changes still refused."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("\n".join(lines))
 
 
 _APPROVAL = re.compile(r"^(?:(?P<cluster>[^:/\s]+):)?(?P<kind>[A-Za-z][A-Za-z0-9]*)/(?P<name>[^/\s]+)$")

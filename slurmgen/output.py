@@ -26,6 +26,8 @@ from typing import Any, Mapping
 
 import yaml
 
+from .errors import UserError
+
 #: libyaml's emitter (in the pinned PyYAML wheel, `yaml.__with_libyaml__`); PyYAML's own in Python
 #: only where the wheel was built without it.
 _Base: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -124,12 +126,8 @@ MARKER_TEXT = ("slurmgen output folder: every <cluster>/ folder here is rendered
 _LEFTOVER = re.compile(r"^\.(?P<cluster>[^/]+)\.(?P<kind>new|old)-(?P<token>[A-Za-z0-9_]+)$")
 
 
-class OutputError(Exception):
+class OutputError(UserError):
     """The output folder cannot be written (not ours, not a folder, a write failed): one line each."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("\n".join(lines))
 
 
 def forbidden(out: Path, repo: Path) -> str | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from . import cache as render_cache, collisions, guards, parallel
+from .errors import UserError
 from .catalog.catalog import CatalogError, InstanceType, load_catalog
 from .launch import Launch, launch, site_csvs
 from .output import NOT_A_FILE, dump, read_tree
@@ -24,12 +25,8 @@ from .spec import ClusterSpec, SpecError, load_specs
 from .timing import Stopwatch
 from .validate import SchemaUnavailable
 
-class InputError(Exception):
+class InputError(UserError):
     """Invalid input or output that failed verification: one line per problem, exit status 2."""
-
-    def __init__(self, lines: Iterable[str]) -> None:
-        self.lines = list(lines)
-        super().__init__("\n".join(self.lines))
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,13 @@ from typing import Any
 
 import yaml
 
+from .errors import UserError
 from .guards import UnreadableTree, parse_object, read_tree
 
 Trees = dict[str, dict[str, dict[str, Any]]]
 
 
-class BaseUnavailable(RuntimeError):
+class BaseUnavailable(UserError):
     """The base to compare with cannot be read (not a git checkout, unknown ref, ...)."""
 
 

@@ -131,3 +131,28 @@ def test_error_lines_name_files_relative_to_the_current_directory(tmp_path, monk
     assert cli.shown(f"{spec}: cannot read {tmp_path}/clusters/_shared.yaml", cwd=str(tmp_path)) == (
         "clusters/dev.yaml: cannot read clusters/_shared.yaml")
     assert cli.shown(f"{tmp_path}-other/x.yaml: y", cwd=str(tmp_path)) == f"{tmp_path}-other/x.yaml: y"
+
+
+def test_a_finaliser_failing_after_a_stop_signal_prints_no_traceback(tmp_path):
+    # GIVEN a process that renders under cli's signal handling, holding an object whose finaliser fails
+    #       when the signal caught it half built (jsii's kernel process object, signalled while it starts Node)
+    script = tmp_path / "stop.py"
+    script.write_text(
+        "import os, signal, sys\n"
+        f"sys.path.insert(0, {str(REPO)!r})\n"
+        "from slurmgen import cli\n"
+        "class HalfBuilt:\n"
+        "    def __del__(self):\n"
+        "        self._process.stdin.close()\n"
+        "try:\n"
+        "    with cli._signals_unwind():\n"
+        "        half = HalfBuilt()\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        signal.pause()\n"
+        "except SystemExit as stop:\n"
+        "    del half\n"
+        "    sys.exit(stop.code)\n")
+    # WHEN the signal arrives and the object is collected
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    # THEN the process ends with 128 + SIGTERM and prints nothing
+    assert (done.returncode, done.stderr) == (128 + 15, "")

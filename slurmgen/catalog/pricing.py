@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ..errors import UserError
 from .catalog import read_site_csv
 
 
@@ -31,7 +32,7 @@ _TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 _PRICE_RE = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 
 
-class PriceError(ValueError):
+class PriceError(UserError):
     """A price csv is malformed; the message names file:line, the cell and the fix."""
 
 

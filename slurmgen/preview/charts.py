@@ -25,6 +25,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from ..errors import UserError
 from .._input import UnreadableFile, read_text
 from ..cache import user_cache_root
 from ..spec._yaml import load_document, load_documents
@@ -34,7 +35,7 @@ Obj = dict[str, Any]
 PLACEHOLDER_VERSIONS = {"v0.0.0", "0.0.0"}
 
 
-class PreviewUnavailable(Exception):
+class PreviewUnavailable(UserError):
     """The Helm SDK is not installed: one line saying how to get it."""
 
 

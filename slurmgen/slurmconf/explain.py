@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from ..errors import UserError
 from .operator import SLURM_CONF, Tree, Unresolved, effective
 
 FILES = ("cgroup.conf", "gres.conf", "slurm.conf", "slurmdbd.conf", "topology.yaml")
 
 
-class ExplainError(Exception):
+class ExplainError(UserError):
     """One line for the user; exit status 2."""
 
 

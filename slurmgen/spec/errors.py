@@ -7,6 +7,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ..errors import UserError
+
 
 @dataclass(frozen=True, order=True)
 class Problem:
@@ -38,12 +40,12 @@ def _escape(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-class SpecError(Exception):
+class SpecError(UserError):
     """Raised when one or more spec files are invalid; carries every problem, not just the first."""
 
     def __init__(self, problems: Iterable[Problem]) -> None:
         self.problems: tuple[Problem, ...] = tuple(problems)
-        super().__init__("\n".join(str(p) for p in self.problems))
+        super().__init__(str(p) for p in self.problems)
 
 
 def dotted(parts: Iterable[object]) -> str:

@@ -16,6 +16,7 @@ from constructs import Construct
 
 from slurmgen import naming
 from slurmgen import waves
+from slurmgen.catalog.efa_layout import nodeset_efa_layout
 from slurmgen.plan import ARCH_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NodeSetPlan
 from slurmgen.spec import ClusterSpec
 from ._objects import emit, wave
@@ -56,6 +57,9 @@ class ComputeChart(UnitChart):
         }
         if all(it.has_nvme for it in plan.types):
             body["instanceStorePolicy"] = "RAID0"  # kubelet + images on local NVMe, not the root volume
+        layout = nodeset_efa_layout(plan.types, plan.shape.efa)
+        if layout is not None:  # EFAs as efa-only ENIs (no subnet IP each): see catalog/efa_layout.py
+            body["networkInterfaces"] = [ni.as_dict() for ni in layout]
         if plan.nodeset.placement_group is not None:
             body["placementGroupSelector"] = placement_group_selector(plan.nodeset.placement_group)
         reservation = plan.nodeset.capacity_reservation

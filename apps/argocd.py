@@ -12,13 +12,12 @@ from typing import Any, Iterable, Sequence
 from cdk8s import ApiObject, ApiObjectMetadata, Chart, JsonPatch
 from constructs import Construct
 
-from slurmgen import naming
+from slurmgen.kube import naming
 from charts._objects import emit, wave
 from charts.unit import UnitChart
 from slurmgen.spec import ClusterSpec
-from slurmgen import waves
-from slurmgen.vocabulary import KEEP, SYNC_OPTIONS
-from slurmgen.argocd_settings import APPLICATION_HEALTH_LUA, HEALTH_KEY
+from slurmgen.kube import waves
+from slurmgen.kube.vocabulary import APPLICATION_HEALTH_LUA, HEALTH_KEY, KEEP, SYNC_OPTIONS
 from .helm import HelmRelease
 
 API = "argoproj.io/v1alpha1"

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from slurmgen import identity
+from slurmgen.plan import identity
 from slurmgen.catalog.registries import eks_addon_registry
 from charts.secrets import GRAFANA_ADMIN, GRAFANA_PASSWORD_KEY, GRAFANA_USER_KEY, grafana_admin_objects
-from slurmgen.plan import GPU_PRESENT_LABEL, NODEPOOL_LABEL
+from slurmgen.plan.nodesets import GPU_PRESENT_LABEL, NODEPOOL_LABEL
 from slurmgen.spec import ClusterSpec
-from slurmgen import waves
+from slurmgen.kube import waves
 
 # Cluster-scoped kinds the charts install, for the AppProject whitelist.
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
@@ -171,7 +171,7 @@ def external_secrets(spec: ClusterSpec) -> HelmRelease:
         version="2.9.0", namespace="external-secrets", release_name="external-secrets",
         wave=waves.CRDS, server_side_apply=True,  # its SecretStore CRDs are larger than 256 KiB
         # The service account named explicitly: an EKS Pod Identity association names it
-        # (slurmgen/identity.py). With IRSA the SecretStore uses its own service account instead.
+        # (slurmgen/plan/identity.py). With IRSA the SecretStore uses its own service account instead.
         values={"installCRDs": True, **place, "webhook": dict(place), "certController": dict(place),
                 "serviceAccount": {"name": identity.ESO_CONTROLLER_SA}},
         cluster_kinds=(CRD, *WEBHOOKS, *RBAC),
@@ -276,7 +276,7 @@ def keda(spec: ClusterSpec) -> HelmRelease:
         values={"crds": {"install": True}, **place,
                 "operator": dict(place), "metricsServer": dict(place), "webhooks": dict(place),
                 # The operator runs the scalers: its service account holds the AWS identity for
-                # Amazon Managed Prometheus (slurmgen/identity.py), named for a Pod Identity association.
+                # Amazon Managed Prometheus (slurmgen/plan/identity.py), named for a Pod Identity association.
                 "serviceAccount": {"operator": _service_account(identity.KEDA_OPERATOR_SA,
                                                                 identity.irsa_role(spec, "keda"))},
                 "rbac": {"enabledCustomScaledRefKinds": True,

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from cdk8s import ApiObject, ApiObjectMetadata, JsonPatch
 from constructs import Construct
 
-from slurmgen.vocabulary import MANAGED_BY, SYNC_WAVE
+from slurmgen.kube.vocabulary import MANAGED_BY, SYNC_WAVE
 
 
 def emit(

@@ -25,11 +25,11 @@ from typing import Any
 from constructs import Construct
 
 
-from slurmgen import waves
+from slurmgen.kube import waves
 from slurmgen.spec import ClusterSpec
-from slurmgen.vocabulary import KEEP, SKIP_DRY_RUN, SYNC_OPTIONS
+from slurmgen.kube.vocabulary import KEEP, SKIP_DRY_RUN, SYNC_OPTIONS
 from ._objects import emit, wave
-from slurmgen.secret_refs import mariadb_root_secret
+from slurmgen.plan.secret_refs import mariadb_root_secret
 from .unit import SyncSettings, UnitChart
 
 MARIADB_API = "k8s.mariadb.com/v1alpha1"

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from slurmgen import naming
-from slurmgen.identity import uses_amp
+from slurmgen.kube import naming
+from slurmgen.plan.identity import uses_amp
 from slurmgen.spec import ClusterSpec, NodeSetSpec
 from slurmgen.spec.arn import amp_workspace
 

@@ -14,10 +14,10 @@ from typing import Any, Mapping
 
 from constructs import Construct
 
-from slurmgen import naming
-from slurmgen import waves
+from slurmgen.kube import naming
+from slurmgen.kube import waves
 from slurmgen.catalog.efa_layout import nodeset_efa_layout
-from slurmgen.plan import ARCH_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NodeSetPlan
+from slurmgen.plan.nodesets import ARCH_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NodeSetPlan
 from slurmgen.spec import ClusterSpec
 from ._objects import emit, wave
 from .storage import STARTUP_TAINT

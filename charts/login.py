@@ -14,9 +14,9 @@ from typing import Any
 
 from constructs import Construct
 
-from slurmgen import naming
+from slurmgen.kube import naming
 from slurmgen.spec import ClusterSpec
-from slurmgen.vocabulary import LBC, SYNC_WAVE
+from slurmgen.kube.vocabulary import LBC, SYNC_WAVE
 from ._objects import emit
 from .directory import sshd_config as directory_sshd_config
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from constructs import Construct
 
-from slurmgen import naming
-from slurmgen import waves
+from slurmgen.kube import naming
+from slurmgen.kube import waves
 from slurmgen.spec import ClusterSpec
 from ._objects import emit, wave
 from .unit import SyncSettings, UnitChart

@@ -47,7 +47,7 @@ from typing import Any, Iterable
 
 from constructs import Construct
 
-from slurmgen import naming
+from slurmgen.kube import naming
 from slurmgen.spec import ClusterSpec
 from slurmgen.spec.model import Pairs, Policy, PolicyAccount, Qos
 from ._objects import emit, wave

@@ -7,7 +7,7 @@ or the Application, keeps the Secret). Generated passwords have no symbols at al
 the database password raw into slurmdbd.conf, where `#` starts a comment.
 
 With AWS Secrets Manager, the values are read from `<prefix>/<secret name>` (one property per key)
-through a namespaced SecretStore. Its identity (slurmgen/identity.py): with IRSA, a service account of
+through a namespaced SecretStore. Its identity (slurmgen/plan/identity.py): with IRSA, a service account of
 the Slurm namespace annotated with aws.identity.roles.externalSecrets, named in `auth.jwt` (ESO
 v2.9.0 providers/v1/aws/auth/auth.go reads the annotation and requests a token for it), so only
 stores of this namespace can use the role; with EKS Pod Identity, no `auth`: the controller's own
@@ -36,13 +36,13 @@ from typing import Any
 
 from constructs import Construct
 
-from slurmgen import identity
-from slurmgen import waves
-from slurmgen.secret_refs import PASSWORD, generated_secrets
+from slurmgen.plan import identity
+from slurmgen.kube import waves
+from slurmgen.plan.secret_refs import PASSWORD, generated_secrets
 from slurmgen.spec import ClusterSpec
 from slurmgen.spec.model import Directory, SecretKeyRef
 from .directory import BIND_PASSWORD_KEY, BIND_READER, BIND_STORE, remote_ref, sssd_conf_template, sssd_conf_text
-from slurmgen.vocabulary import SKIP_DRY_RUN, SYNC_OPTIONS
+from slurmgen.kube.vocabulary import SKIP_DRY_RUN, SYNC_OPTIONS
 from ._objects import emit, wave
 from .unit import SyncSettings, UnitChart
 

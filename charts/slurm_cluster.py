@@ -16,11 +16,11 @@ from typing import Any, Mapping
 
 from constructs import Construct
 
-from slurmgen import naming, waves
+from slurmgen.kube import naming, waves
 from slurmgen.catalog.sizing import slurm_cpus, slurm_real_memory_mb
-from slurmgen.plan import DO_NOT_DISRUPT, NodeSetPlan
+from slurmgen.plan.nodesets import DO_NOT_DISRUPT, NodeSetPlan
 from slurmgen.spec import ClusterSpec, Partition
-from slurmgen.vocabulary import KEEP, PRUNE_LAST, SKIP_DRY_RUN, SYNC_OPTIONS
+from slurmgen.kube.vocabulary import KEEP, PRUNE_LAST, SKIP_DRY_RUN, SYNC_OPTIONS
 from ._objects import emit, wave
 from .accounting import accounting_spec
 from .autoscaling import API as KEDA_API
@@ -32,7 +32,7 @@ from .login import loginset_spec, ssh_service
 from .secrets import sssd_secret
 from .storage import pod_volumes
 from .topology import emit_labeler
-from slurmgen.topology import topology_yaml
+from slurmgen.plan.topology import topology_yaml
 from .unit import SyncSettings, UnitChart
 
 API = "slinky.slurm.net/v1beta1"

@@ -12,10 +12,10 @@ from typing import Any
 
 from constructs import Construct
 
-from slurmgen import waves
-from slurmgen.quantity import memory_mib
+from slurmgen.kube import waves
+from slurmgen.kube.quantity import memory_mib
 from slurmgen.spec import ClusterSpec
-from slurmgen.vocabulary import KEEP, SYNC_OPTIONS
+from slurmgen.kube.vocabulary import KEEP, SYNC_OPTIONS
 from ._objects import emit, wave
 from .unit import SyncSettings, UnitChart
 

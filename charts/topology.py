@@ -13,12 +13,12 @@ from pathlib import Path
 
 from constructs import Construct
 
-from slurmgen import naming
+from slurmgen.kube import naming
 from slurmgen.spec import ClusterSpec
-from slurmgen.topology import labeler_config
+from slurmgen.plan.topology import labeler_config
 from ._objects import emit, wave
 
-SCRIPT = Path(__file__).resolve().parent.parent / "slurmgen" / "topology_labeler.py"
+SCRIPT = Path(__file__).resolve().parent / "topology_labeler.py"  # shipped as is in a ConfigMap
 RBAC = "rbac.authorization.k8s.io/v1"
 
 

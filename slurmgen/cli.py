@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from .errors import UserError
 
 if TYPE_CHECKING:  # only for annotations: importing them at start would slow `--help`
-    from .output import Survey
-    from .pipeline import Result
+    from .write.output import Survey
+    from .run.pipeline import Result
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _argocd(args: argparse.Namespace) -> int:
     """--argocd-settings / --verify-argocd: no spec is read, nothing rendered."""
-    from . import argocd_settings
+    from .review import argocd_settings
 
     if args.argocd_settings:
         sys.stdout.write(argocd_settings.settings(args.argocd_settings))
@@ -121,7 +121,7 @@ SSSD_CONF = "sssd.conf"  # --explain sssd.conf: the login/slurmd pods' file, not
 
 def explain_names() -> tuple[str, ...]:
     """Every name --explain accepts, sorted: the one list its check, its error line and --help print."""
-    from .slurmconf.explain import FILES
+    from .review.explain import FILES
 
     return tuple(sorted((*FILES, SSSD_CONF, IDENTITY)))
 
@@ -180,7 +180,7 @@ def _command(args: argparse.Namespace) -> int:
     survey = _guarded(result, out, args)
     status = _check(result, out, survey, full=not args.spec) if args.check else _synth(result, out, survey, args)
     if args.timings:
-        from .timing import Stopwatch
+        from .run.timing import Stopwatch
 
         for line in Stopwatch(result.timings).lines():
             print(line, file=sys.stderr)
@@ -212,7 +212,7 @@ def _render(args: argparse.Namespace, spec_paths: Sequence[Path]) -> Result:
     # Worker processes start first (launch imports little), the rest is imported while they start;
     # all of it only here, so `--help` and argument errors stay instant.
     from ._runtime import node_problem
-    from .launch import launch
+    from .run.launch import launch
 
     if (missing_node := node_problem()) is not None:
         raise UserError(missing_node)
@@ -222,7 +222,7 @@ def _render(args: argparse.Namespace, spec_paths: Sequence[Path]) -> Result:
     with _signals_unwind():
         started = launch(spec_paths, use_cache=use_cache,
                          processes=max(1, args.workers) if args.workers is not None else None)
-        from .pipeline import run
+        from .run.pipeline import run
 
         return run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started)
 
@@ -231,7 +231,8 @@ def _guarded(result: Result, out: Path, args: argparse.Namespace) -> Survey:
     """What is in `out` now, once the output folder, shared names and the destroy guard allow the
     render; a run killed mid-write is put back first (synth only). --check reads what it cannot
     judge as drift (stdout, exit 1); synth refuses it (stderr, exit 2)."""
-    from . import guards, output
+    from .verify import guards
+    from .write import output
 
     why = output.forbidden(out, REPO)
     if why:
@@ -257,7 +258,7 @@ def _guarded(result: Result, out: Path, args: argparse.Namespace) -> Survey:
 
 def _check(result: Result, out: Path, found: Survey, *, full: bool) -> int:
     """`--check`: every difference between `out` and the render on stdout; 1 on drift or an orphan."""
-    from . import output
+    from .write import output
 
     orphans = result.orphans(out) if full else []  # every spec rendered: a folder without a spec is stale
     drift = [output.leftover_line(p) for p in found.leftovers]
@@ -282,7 +283,7 @@ def _check(result: Result, out: Path, found: Survey, *, full: bool) -> int:
 
 def _synth(result: Result, out: Path, found: Survey, args: argparse.Namespace) -> int:
     """Write every changed cluster folder into `out` (all of them or none), then warn about orphans."""
-    from . import output
+    from .write import output
 
     orphans = result.orphans(out) if not args.spec else []  # every spec rendered: a folder without one is stale
     try:
@@ -326,7 +327,8 @@ def _signals_unwind() -> Iterator[None]:
 
 def _collisions(result: Result, out: Path) -> list[str]:
     """Shared names between the rendered clusters, and with the other cluster trees already in `out/`."""
-    from . import collisions, guards, output
+    from .verify import collisions, guards
+    from .write import output
 
     trees = [collisions.Tree(c.spec.source, c.files, c.shared_names) for c in result.clusters]
     rendered = {c.spec.name for c in result.clusters}
@@ -349,7 +351,7 @@ def _orphan_line(out: Path, name: str) -> str:
 
 def _explain_identity(result: Result, cluster: str | None) -> int:
     """Print the IAM identity plan (`--explain identity`); exit 2 with one line for an unknown cluster."""
-    from .identity import explain
+    from .plan.identity import explain
 
     specs = [c.spec for c in result.clusters]
     try:
@@ -384,7 +386,7 @@ def _explain_sssd(result: Result, cluster: str | None) -> int:
 
 def _explain(result: Result, name: str, cluster: str | None) -> int:
     """Print one effective Slurm file (`--explain`); exit 2 with one line for an unknown cluster."""
-    from .slurmconf.explain import explain
+    from .review.explain import explain
 
     sys.stdout.write(explain({c.spec.name: c.files for c in result.clusters}, name, cluster))
     return 0
@@ -394,8 +396,8 @@ def _preview(result: Result, cluster: str | None, allow_unproven: Sequence[str] 
     """`--preview`: report per chart on stdout, one line per problem on stderr; exit 2 on a problem."""
     import time
 
-    from .preview import helm_sources, locator_from_env, preview_clusters
-    from .preview.charts import helm_sdk
+    from .review.preview import helm_sources, locator_from_env, preview_clusters
+    from .review.preview.charts import helm_sdk
 
     clusters = [c for c in result.clusters if cluster in (None, c.spec.name)]
     if not clusters:
@@ -436,15 +438,15 @@ def _summary(result: Result, out: Path, ref: str | None, base_dir: Path | None, 
     """Print the PR summary; with --spec, only the named clusters are compared. Prices: the packaged
     table plus the prices.csv beside the specs; with --max-chars it fits a PR comment."""
     from .catalog.pricing import site_prices
-    from .review import trees_from_dir, trees_from_git
-    from .summary import fit_comment, full_text, sections
+    from .review.base import trees_from_dir, trees_from_git
+    from .review.summary import fit_comment, full_text, sections
 
     prices = site_prices(spec_paths)
     old = trees_from_dir(base_dir) if base_dir else trees_from_git(ref or "HEAD", out)
     new = {c.spec.name: dict(c.files) for c in result.clusters}
     if subset:
         old = {name: tree for name, tree in old.items() if name in new}
-    from .preview.diff import chart_section
+    from .review.preview.diff import chart_section
 
     catalog = result.catalog
     parts = sections(old, new, catalog=catalog, charts=chart_section, prices=prices)

@@ -67,7 +67,7 @@ def need_shared(path: Path) -> Path:
 @pytest.fixture(scope="session")
 def rendered():
     """Every example cluster, rendered and verified once per test session: {cluster name: RenderedCluster}."""
-    from slurmgen.pipeline import run
+    from slurmgen.run.pipeline import run
 
     result = run(EXAMPLES)
     return {c.spec.name: c for c in result.clusters}
@@ -92,7 +92,7 @@ def example(rendered):
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_render_cache(tmp_path_factory):
-    """The render cache (slurmgen/cache.py) of a test session is a fresh folder, never the user's."""
+    """The render cache (slurmgen/run/cache.py) of a test session is a fresh folder, never the user's."""
     before = os.environ.get("SLURMGEN_CACHE_DIR")
     os.environ["SLURMGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("render-cache"))
     yield

@@ -1,7 +1,7 @@
 """Chart values as Helm merges them, for tests: the pinned defaults (vendored) overlaid with our valuesObject.
 
 The scheduling rules themselves (`node_labels`, `selects`, `tolerates`) live in
-`slurmgen/preview/placement.py`, which `--preview` applies to the pods the charts really render.
+`slurmgen/review/preview/placement.py`, which `--preview` applies to the pods the charts really render.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from slurmgen.preview.placement import helm_merge as merge
-from slurmgen.preview.placement import node_labels, selects, tolerates  # noqa: F401  (re-exported for tests)
+from slurmgen.review.preview.placement import helm_merge as merge
+from slurmgen.review.preview.placement import node_labels, selects, tolerates  # noqa: F401  (re-exported for tests)
 
 
 # Keys of subcharts whose values.yaml is not in the pinned copies (kube-prometheus-stack 88.5.3 depends

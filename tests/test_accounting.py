@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from slurmgen import guards
+from slurmgen.verify import guards
 from charts.accounting import my_cnf
 from charts.policy import declared, load_script
 from slurmgen.spec import parse_text
@@ -149,7 +149,7 @@ def test_password_revision_changes_the_accounting_spec_only_when_set(rendered):
 
 
 def test_summary_names_the_flag_an_account_removal_needs():
-    from slurmgen.summary import _attention
+    from slurmgen.review.summary import _attention
 
     # GIVEN an account and a user that leave the spec
     old = {"slurm/cm.yaml": _policy_cm("Account - 'legacy':Fairshare=1\nUser - 'dave':Fairshare=1\n")}
@@ -165,7 +165,7 @@ def test_summary_names_the_flag_an_account_removal_needs():
 
 
 def test_dropping_the_whole_policy_deletes_nothing_and_needs_no_flag():
-    from slurmgen.summary import _attention
+    from slurmgen.review.summary import _attention
 
     # GIVEN a render with a policy, and one without any (no ConfigMap, so no Job either)
     old = _policy_cm("QOS - 'old':Priority=1\nAccount - 'legacy':Fairshare=1\n")

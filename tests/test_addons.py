@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from slurmgen.build import render
+from slurmgen.synth.build import render
 from slurmgen.spec import parse_text
 from tests.conftest import CHARTS, MINIMAL_SPEC, SHARED, need_shared
 from tests.scheduling import helm_values, node_labels, pinned_defaults, selects, tolerates

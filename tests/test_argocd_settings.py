@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slurmgen import argocd_settings
-from slurmgen.build import render
+from slurmgen.review import argocd_settings
+from slurmgen.synth.build import render
 from slurmgen.cli import main
 from slurmgen.spec import SpecError, parse_text
 from tests.conftest import MINIMAL_SPEC

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from slurmgen.cli import main
-from slurmgen.output import read_tree
+from slurmgen.write.output import read_tree
 
 CASES = sorted((Path(__file__).parent / "cases" / "bad").glob("*.yaml"))
 

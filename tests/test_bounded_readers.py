@@ -11,8 +11,8 @@ import sys
 import pytest
 import yaml
 
-from slurmgen import guards
-from slurmgen.preview.charts import ChartLocator, HelmSource
+from slurmgen.verify import guards
+from slurmgen.review.preview.charts import ChartLocator, HelmSource
 from slurmgen.spec._yaml import DocumentError, load_document, load_documents
 from tests.conftest import REPO
 
@@ -51,15 +51,15 @@ def test_the_cache_key_reads_extends_with_the_loaders_bounds(tmp_path):
     # process: in a child, so the old code fails this test instead of killing the run)
     spec = tmp_path / "t.yaml"
     spec.write_text(DEEP)
-    code = f"from pathlib import Path; from slurmgen import cache; print(cache.extends_chain(Path({str(spec)!r})))"
+    code = f"from pathlib import Path; from slurmgen.run import cache; print(cache.extends_chain(Path({str(spec)!r})))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
     # THEN no key (the loader then reports the file), no crash
     assert (run.returncode, run.stdout) == (0, "None\n")
 
 
 def test_crd_dir_schemas_are_read_with_bounds(tmp_path):
-    from slurmgen.validate import crds
-    from slurmgen.validate.core import SchemaUnavailable
+    from slurmgen.verify.schemas import crds
+    from slurmgen.verify.schemas.core import SchemaUnavailable
 
     path = tmp_path / "bomb.yaml"
     path.write_text(BOMB)

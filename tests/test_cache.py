@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from slurmgen import cache, collisions
+from slurmgen.run import cache
+from slurmgen.verify import collisions
 from slurmgen.cli import main
-from slurmgen.guards import destructive_changes
-from slurmgen.output import read_tree
-from slurmgen.pipeline import run
-from slurmgen.slurmconf.checks import blocking, wave_problems
+from slurmgen.verify.guards import destructive_changes
+from slurmgen.write.output import read_tree
+from slurmgen.run.pipeline import run
+from slurmgen.verify.slurm_files import blocking, wave_problems
 from tests.conftest import EXAMPLES, SPECS
 
 
@@ -175,8 +176,8 @@ def _digest(root: Path) -> str:
     "apps/helm.py",                                     # the Argo CD layer (pinned charts)
     "charts/scripts/accounts-load.sh",                  # scripts the pods run
     "slurmgen/spec/cluster.schema.json",                # the spec schema and its defaults
-    "slurmgen/validate/vendored/index.json",            # the vendored CRD schemas
-    "slurmgen/validate/vendored/slinky.slurm.net_nodeset.json",
+    "slurmgen/verify/schemas/vendored/index.json",            # the vendored CRD schemas
+    "slurmgen/verify/schemas/vendored/slinky.slurm.net_nodeset.json",
     "slurmgen/catalog/instances.csv",                   # the instance catalog
     "requirements.txt",                                 # pins cdk8s, jsii, jsonschema, PyYAML...
     "package-lock.json",                                # the npm lock file

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from slurmgen import cache
+from slurmgen.run import cache
 from slurmgen.cli import main
-from slurmgen.output import read_tree
+from slurmgen.write.output import read_tree
 from tests.conftest import MINIMAL_SPEC
 
 

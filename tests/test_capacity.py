@@ -10,10 +10,10 @@ from slurmgen.catalog.catalog import load_catalog
 from slurmgen.catalog.mixed import interchangeable, pod_resources_for
 from slurmgen.catalog.sizing import DEFAULT_RESERVE, pod_resources, slurm_node_conf
 from charts.compute import placement_group_selector
-from slurmgen.consistency import check_placement
-from slurmgen.plan import plan_cluster
+from slurmgen.verify.consistency import check_placement
+from slurmgen.plan.nodesets import plan_cluster
 from slurmgen.spec.loader import parse_text
-from slurmgen.summary import summarize
+from slurmgen.review.summary import summarize
 from tests.conftest import MINIMAL_SPEC
 
 CATALOG = load_catalog()

@@ -111,7 +111,7 @@ def test_garbage_anywhere_is_a_spec_error_never_a_crash():
 
     import yaml
 
-    import slurmgen.plan  # noqa: F401 - registers the instance-catalog rule, as a real run does
+    import slurmgen.plan.nodesets  # noqa: F401 - registers the instance-catalog rule, as a real run does
 
     base = yaml.safe_load((SPEC_DIR / "example.yaml").read_text())
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from slurmgen import cli
 from slurmgen.cli import main
-from slurmgen.output import read_tree
+from slurmgen.write.output import read_tree
 from tests.conftest import EXAMPLES, REPO, SPECS
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from slurmgen.cli import main
-from slurmgen.output import read_tree
-from slurmgen.pipeline import run
+from slurmgen.write.output import read_tree
+from slurmgen.run.pipeline import run
 from tests.conftest import MINIMAL_SPEC
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from slurmgen.build import render
+from slurmgen.synth.build import render
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
 

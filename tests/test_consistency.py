@@ -6,8 +6,8 @@ import copy
 
 from slurmgen.catalog.catalog import load_catalog
 from slurmgen.catalog.sizing import DaemonSetReserve
-from slurmgen.consistency import check_placement
-from slurmgen.quantity import cpu_millis, memory_mib
+from slurmgen.verify.consistency import check_placement
+from slurmgen.kube.quantity import cpu_millis, memory_mib
 
 RESERVE = DaemonSetReserve()
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from charts.directory import COMMON_SESSION_PAM
-from slurmgen.pipeline import run
+from slurmgen.run.pipeline import run
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC, assert_golden
 

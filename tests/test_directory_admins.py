@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from charts import policy
-from slurmgen.pipeline import run
+from slurmgen.run.pipeline import run
 from slurmgen.spec import parse_text
 from tests.test_directory import LDAP
 

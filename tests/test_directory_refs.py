@@ -12,9 +12,9 @@ import re
 import pytest
 import yaml
 
-from slurmgen import identity
+from slurmgen.plan import identity
 from slurmgen.cli import main
-from slurmgen.pipeline import run
+from slurmgen.run.pipeline import run
 from slurmgen.spec import parse_text
 from tests.test_directory import GOLDEN, LDAP, ROLE, of_kind, sssd_conf
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from slurmgen.build import render
+from slurmgen.synth.build import render
 from slurmgen.catalog.catalog import load_catalog
 from slurmgen.catalog.efa_layout import efa_layout, network_cards, nodeset_efa_layout
 from slurmgen.catalog.generate_network_cards import extract
 from slurmgen.spec import parse_text
-from slurmgen.validate import Validator
+from slurmgen.verify.schemas import Validator
 
 SPEC = Path(__file__).parent / "data" / "efa" / "layouts.yaml"
 EFA = "vpc.amazonaws.com/efa"

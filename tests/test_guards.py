@@ -8,8 +8,8 @@ import pytest
 
 from slurmgen import cli
 from slurmgen.cli import main
-from slurmgen.guards import destructive_changes
-from slurmgen.output import read_tree
+from slurmgen.verify.guards import destructive_changes
+from slurmgen.write.output import read_tree
 from tests.conftest import SPECS
 
 EXAMPLE = SPECS / "example.yaml"
@@ -142,12 +142,12 @@ def test_shrinking_the_example_fsx_is_refused_on_the_command_line(tmp_path, rend
 
 
 def _change(cluster: str, kind: str = "PersistentVolumeClaim", name: str = "fsx"):
-    from slurmgen.guards import Change
+    from slurmgen.verify.guards import Change
     return Change(cluster, kind, "slurm", name, "remove it")
 
 
 def test_approvals_are_scoped_to_one_cluster():
-    from slurmgen.guards import unapproved
+    from slurmgen.verify.guards import unapproved
     changes = [_change("a"), _change("b")]
     # GIVEN the same change in two clusters, WHEN one is approved by CLUSTER:KIND/NAME, THEN the other stays refused
     assert unapproved(changes, ["a:PersistentVolumeClaim/fsx"]) == [_change("b")]
@@ -167,7 +167,7 @@ def test_approvals_are_scoped_to_one_cluster():
     ("fsx", "--allow-destroy fsx: expected CLUSTER:KIND/NAME (e.g. example:PersistentVolumeClaim/fsx)"),
 ])
 def test_an_ambiguous_malformed_or_unmatched_approval_is_an_error(approval, expected):
-    from slurmgen.guards import BadApproval, unapproved
+    from slurmgen.verify.guards import BadApproval, unapproved
     with pytest.raises(BadApproval) as err:
         unapproved([_change("a"), _change("b")], [approval])
     # THEN the approval's line first, then every change still refused (all problems at once)
@@ -184,7 +184,7 @@ def test_an_unmatched_approval_fails_the_command_line(tmp_path, rendered_example
 
 
 def test_the_summary_flags_a_shrink_with_the_scoped_approval():
-    from slurmgen.summary import _attention
+    from slurmgen.review.summary import _attention
     path = ("spec", "resources", "requests", "storage")
     old = {"storage/pvc.yaml": _sized("PersistentVolumeClaim", path, "2400Gi")}
     new = {"storage/pvc.yaml": _sized("PersistentVolumeClaim", path, "1200Gi")}

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
-from slurmgen.preview.proofs import leaf_paths
+from slurmgen.review.preview.proofs import leaf_paths
 from slurmgen.spec.loader import merge
 from tests.conftest import CHARTS, SHARED, need_shared
 from tests.scheduling import UNVENDORED, pinned_defaults

@@ -1,6 +1,6 @@
 """Controllers that call AWS get an identity; FSx backups by default; generated Secrets carry our metadata only.
 
-Decisions rest on the code of the consumers (cited in slurmgen/identity.py and charts/secrets.py):
+Decisions rest on the code of the consumers (cited in slurmgen/plan/identity.py and charts/secrets.py):
 aws-fsx-csi-driver 1.17.0 (controller.serviceAccount values, CreateVolume's AWS calls, StorageClass
 parameters), External Secrets v2.9.0 (auth.jwt reads eks.amazonaws.com/role-arn; without a
 target.template, setMetadata copies the ExternalSecret's labels and annotations onto the Secret).
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from slurmgen.build import render
+from slurmgen.synth.build import render
 from slurmgen.cli import main
-from slurmgen.identity import ESO_CONTROLLER_SA, FSX_CONTROLLER_SA, ROLE_ANNOTATION, SECRETS_READER_SA, grants
+from slurmgen.plan.identity import ESO_CONTROLLER_SA, FSX_CONTROLLER_SA, ROLE_ANNOTATION, SECRETS_READER_SA, grants
 from slurmgen.spec import parse_text
 from slurmgen.spec.arn import partition, role_problems
 from tests.conftest import CHARTS, EXAMPLES, MINIMAL_SPEC, SHARED, need_shared

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from slurmgen.build import render
+from slurmgen.synth.build import render
 from slurmgen.spec import SpecError, parse_text
-from slurmgen.summary import summarize
+from slurmgen.review.summary import summarize
 from tests.conftest import MINIMAL_SPEC
 
 DIGEST = "sha256:" + "ab" * 32
@@ -21,7 +21,7 @@ def problems(text: str) -> list[str]:
 
 
 def slurm_images(cluster) -> set[str]:
-    from slurmgen.rendered import images
+    from slurmgen.synth.rendered import images
     return {ref for obj in cluster.files.values() for ref in images(obj) if "slinkyproject" in ref}
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from slurmgen.build import render
+from slurmgen.synth.build import render
 from slurmgen.spec import SpecError, parse_text
-from slurmgen.slurmconf.explain import explain
+from slurmgen.review.explain import explain
 
 NEURON_ONLY = """\
 schemaVersion: 1

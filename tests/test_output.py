@@ -10,8 +10,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurmgen import output
-from slurmgen.output import dump, read_tree, replace_dir
+from slurmgen.write import output
+from slurmgen.write.output import dump, read_tree, replace_dir
 
 
 def test_dump_keeps_key_order_and_literal_blocks():

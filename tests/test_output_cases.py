@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from slurmgen.cli import main
-from slurmgen.output import read_tree
+from slurmgen.write.output import read_tree
 from tests.conftest import MINIMAL_SPEC
 
 CASES = sorted((Path(__file__).parent / "cases" / "output").glob("*.yaml"))

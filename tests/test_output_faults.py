@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from slurmgen import cli, output
+from slurmgen import cli
+from slurmgen.write import output
 from slurmgen.cli import main
-from slurmgen.output import MARKER, read_tree
+from slurmgen.write.output import MARKER, read_tree
 from tests.conftest import MINIMAL_SPEC, REPO
 
 
@@ -306,7 +307,8 @@ def test_a_failure_while_swapping_several_clusters_puts_every_old_tree_back(tmp_
 _SLOW_WRITER = """
 import sys, time
 from pathlib import Path
-from slurmgen import cli, output
+from slurmgen import cli
+from slurmgen.write import output
 real = output.write_tree
 def slow(root, files):
     real(root, files)
@@ -361,7 +363,8 @@ def test_sigterm_mid_write_cleans_up_before_exiting(rendered_out, tmp_path):
 _KILLED_BETWEEN_SWAPS = """
 import sys, time
 from pathlib import Path
-from slurmgen import cli, output
+from slurmgen import cli
+from slurmgen.write import output
 real, calls = output._swap, []
 def slow(staging, target):
     old = real(staging, target)
@@ -377,7 +380,8 @@ sys.exit(cli.main(sys.argv[2:]))
 _KILLED_BETWEEN_RENAMES = """
 import os, sys, time
 from pathlib import Path
-from slurmgen import cli, output
+from slurmgen import cli
+from slurmgen.write import output
 real = os.rename
 def slow(src, dst):
     real(src, dst)

@@ -11,8 +11,8 @@ import pytest
 
 from pathlib import Path
 
-from slurmgen import parallel
-from slurmgen.pipeline import run
+from slurmgen.run import parallel
+from slurmgen.run.pipeline import run
 from tests.conftest import EXAMPLES, REPO, SPECS
 
 
@@ -158,7 +158,7 @@ def test_the_environment_can_force_a_process_count(monkeypatch):
 
 def test_a_failure_in_a_worker_is_one_plain_line_like_in_one_process(tmp_path):
     # GIVEN CRD schemas that cannot be read (an empty --crd-dir)
-    from slurmgen.pipeline import InputError
+    from slurmgen.run.pipeline import InputError
 
     empty = tmp_path / "crds"
     empty.mkdir()
@@ -175,7 +175,7 @@ def test_a_failure_in_a_worker_is_one_plain_line_like_in_one_process(tmp_path):
 
 def test_a_spec_error_with_workers_warming_up_is_the_plain_line_of_one_process(tmp_path):
     # GIVEN the examples plus one spec with an unknown top-level field; workers start before the specs load
-    from slurmgen.pipeline import InputError
+    from slurmgen.run.pipeline import InputError
 
     bad = tmp_path / "broken.yaml"
     bad.write_text((SPECS / "example.yaml").read_text().replace("name: example", "name: broken", 1)
@@ -286,7 +286,7 @@ def test_the_callers_kernel_keeps_to_the_first_cpu_and_the_caller_gets_its_cpus_
     import sys
 
     # (its Node processes found as descendants through /proc: jsii's internals are not ours to read)
-    code = ("import os, json; from slurmgen.pipeline import run; from tests.conftest import EXAMPLES\n"
+    code = ("import os, json; from slurmgen.run.pipeline import run; from tests.conftest import EXAMPLES\n"
             "from tests.test_parallel import children, cmdline\n"
             "run(EXAMPLES, processes=2)\n"
             "def nodes(pid):\n"
@@ -311,7 +311,7 @@ def test_a_worker_killed_after_taking_a_cluster_leaves_it_to_this_process(monkey
     import signal
     import time
 
-    from slurmgen.launch import launch
+    from slurmgen.run.launch import launch
 
     alone = run(EXAMPLES, processes=1)
     started = launch(EXAMPLES, use_cache=False, processes=2)
@@ -460,27 +460,3 @@ def test_a_cpu_the_system_refuses_is_only_not_pinned(monkeypatch):
     with parallel.kept_to(0):
         ran.append(True)
     assert ran == [True]
-
-
-def _imports(module: str) -> set[str]:
-    """The slurmgen modules `module` imports anywhere in its file (function-level imports too)."""
-    import ast
-
-    tree = ast.parse((REPO / "slurmgen" / f"{module}.py").read_text())
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            found |= {alias.name for alias in node.names} if not node.module else {node.module.split(".")[0]}
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module" and node.args:
-            name = getattr(node.args[0], "value", "")
-            if isinstance(name, str) and name.startswith("slurmgen."):
-                found.add(name.split(".")[1])
-    return found
-
-
-def test_the_run_modules_import_in_one_direction():
-    # GIVEN the modules of a run: pipeline -> launch -> parallel -> render (a worker renders with render)
-    # THEN none imports one before it: no cycle, and a worker never reaches into the pipeline
-    assert "pipeline" not in _imports("launch") | _imports("parallel") | _imports("render")
-    assert "launch" not in _imports("parallel") | _imports("render")
-    assert "parallel" not in _imports("render")

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from slurmgen.preview import preview_cluster
-from slurmgen.preview.charts import ChartLocator, ChartRender, HelmSource
-from slurmgen.preview.proofs import image_problems, placement_problems, project_problems, values_problems
+from slurmgen.review.preview import preview_cluster
+from slurmgen.review.preview.charts import ChartLocator, ChartRender, HelmSource
+from slurmgen.review.preview.proofs import image_problems, placement_problems, project_problems, values_problems
 from tests.conftest import EXAMPLES, REQUIRE_SHARED, SHARED, need_shared
 
 #: the tests' own specs on the command line (a bare `main.py` would read the repository's clusters/)
@@ -119,7 +119,7 @@ def test_chart_source_differences_are_handled(previews):
     example = {r.source.chart: r for r in previews["example"].renders}
     # GIVEN cert-manager's source stamped with its release version (STAMPED)
     # THEN it renders as the pinned release would: images tagged with the pinned version
-    from slurmgen.rendered import images
+    from slurmgen.synth.rendered import images
     tags = {i.rsplit(":", 1)[1] for o in example["cert-manager"].objects for i in images(o)}
     assert tags == {"v1.21.1"}
     # AND external-secrets' missing generated CRDs are counted, with a note
@@ -238,7 +238,7 @@ def test_core_components_need_the_placement(rendered):
 # --- the PR summary's chart section, and the CLI -----------------------------------------------
 
 def test_summary_chart_section_renders_only_what_changed(rendered):
-    from slurmgen.preview.diff import chart_section
+    from slurmgen.review.preview.diff import chart_section
     old = dict(rendered["example"].files)
     # GIVEN no Helm source changed THEN no section, and nothing is rendered (no locator needed)
     assert chart_section("example", old, old, locator=ChartLocator(chart_dir=None, pull=False)) == []
@@ -289,7 +289,7 @@ def test_synth_never_loads_the_helm_sdk(tmp_path):
 
 
 def test_rendered_manifests_split_and_load_as_helm_does():
-    from slurmgen.preview.charts import _documents
+    from slurmgen.review.preview.charts import _documents
     # GIVEN a template whose separator carries a comment, a bare `=` value and an empty document
     manifests = {"c/templates/a.yaml": "kind: A\nmetadata: {name: a}\ndata: {op: =}\n---# next\nkind: B\n---\n",
                  "c/templates/NOTES.txt": "not: yaml: at all"}
@@ -299,8 +299,8 @@ def test_rendered_manifests_split_and_load_as_helm_does():
 
 def test_charts_render_at_the_clusters_kubernetes_version(tmp_path, rendered):
     need_sdk()
-    from slurmgen.preview import kube_version
-    from slurmgen.preview.charts import render
+    from slurmgen.review.preview import kube_version
+    from slurmgen.review.preview.charts import render
     # GIVEN a chart that prints the Kubernetes version Helm gives it
     (tmp_path / "templates").mkdir()
     (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: kv\nversion: 0.1.0\n")
@@ -349,7 +349,7 @@ DATA = Path(__file__).parent / "data" / "preview"
 
 def render_file(name: str):
     """A cluster rendered from a spec of tests/data/preview/."""
-    from slurmgen.build import render as synth
+    from slurmgen.synth.build import render as synth
     from slurmgen.spec import parse_text
     path = DATA / name
     [cluster] = synth([parse_text(str(path), path.read_text())])
@@ -396,7 +396,7 @@ def test_a_device_plugin_on_one_type_of_a_two_type_pool_leaves_the_other_without
 
 
 def test_node_variants_are_the_combinations_of_multi_valued_requirements():
-    from slurmgen.preview.placement import node_variants
+    from slurmgen.review.preview.placement import node_variants
     pool = {"metadata": {"name": "p"}, "spec": {"template": {"spec": {"requirements": [
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["b", "a"]},
         {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z1", "z2"]},
@@ -408,7 +408,7 @@ def test_node_variants_are_the_combinations_of_multi_valued_requirements():
 
 
 def test_a_chart_without_a_source_fails_the_preview_unless_allowed(tmp_path, monkeypatch):
-    from slurmgen.preview import render_sources
+    from slurmgen.review.preview import render_sources
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     source = HelmSource(application="t-neuron", repo_url="public.ecr.aws/neuron", chart="neuron-helm-chart",
                         version="1.9.0", release_name="n", namespace="kube-system", values={})
@@ -483,8 +483,8 @@ def test_images_passed_as_arguments_or_env_are_checked(rendered):
 
 def test_a_chart_that_renders_differently_each_time_fails(tmp_path, rendered):
     need_sdk()
-    from slurmgen.preview.charts import render
-    from slurmgen.preview.proofs import stability_problems
+    from slurmgen.review.preview.charts import render
+    from slurmgen.review.preview.proofs import stability_problems
     # GIVEN a chart whose Secret holds a random value (as grafana's admin password without a Secret)
     (tmp_path / "templates").mkdir()
     (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: r\nversion: 0.1.0\n")
@@ -504,7 +504,7 @@ def test_a_chart_that_renders_differently_each_time_fails(tmp_path, rendered):
 
 def test_an_archive_of_another_chart_is_refused(tmp_path):
     need_sdk()
-    from slurmgen.preview.charts import WrongChart, render
+    from slurmgen.review.preview.charts import WrongChart, render
     (tmp_path / "templates").mkdir()
     (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: r\nversion: 0.2.0\n")
     source = HelmSource(application="t-r", repo_url="example.com/c", chart="r", version="0.1.0",
@@ -538,7 +538,7 @@ def test_grafana_reads_an_in_cluster_generated_admin_secret():
     # AND nothing in it is a Helm template (the chart passes extraManifests through tpl)
     assert "{{" not in repr(values["extraManifests"])
     # AND both objects are valid against the pinned External Secrets CRDs (vendored, strict)
-    from slurmgen.validate import Validator
+    from slurmgen.verify.schemas import Validator
     assert [Validator.create().validate(o) for o in values["extraManifests"]] == [[], []]
     # AND the Application retries until External Secrets' CRDs exist
     app = cluster.files["apps/application-t-kube-prometheus-stack.yaml"]
@@ -585,8 +585,8 @@ def test_the_efa_plugin_lands_on_exactly_the_efa_nodepools(locator):
 
 def test_failed_pulls_name_each_charts_own_source(tmp_path, monkeypatch):
     """Offline, the first failure used to be repeated for every chart (a ghcr.io chart "failed to fetch quay.io/...")."""
-    from slurmgen.preview import render_sources
-    from slurmgen.preview import charts
+    from slurmgen.review.preview import render_sources
+    from slurmgen.review.preview import charts
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     tried: list[str] = []
 
@@ -634,7 +634,7 @@ def test_failed_pulls_name_each_charts_own_source(tmp_path, monkeypatch):
 
 def test_cli_preview_offline_says_it_needs_the_registries_or_a_chart_folder(tmp_path, monkeypatch, capsys):
     from slurmgen.cli import main
-    from slurmgen.preview import charts
+    from slurmgen.review.preview import charts
     from tests.conftest import MINIMAL_SPEC
 
     class NoNetwork:

@@ -11,13 +11,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slurmgen.build import render
+from slurmgen.synth.build import render
 from slurmgen.catalog.catalog import load_catalog
 from slurmgen.catalog.sizing import SizingError, pod_resources
-from slurmgen.output import dump
+from slurmgen.write.output import dump
 from slurmgen.spec import parse_text
 from slurmgen.spec._checks import include_in_all
-from slurmgen.verify import verify
+from slurmgen.verify.objects import verify
 
 CATALOG = load_catalog()
 

@@ -1,10 +1,10 @@
-"""slurmgen/rendered.py: what every check reads of a render (here: image references)."""
+"""slurmgen/synth/rendered.py: what every check reads of a render (here: image references)."""
 
 from __future__ import annotations
 
 import pytest
 
-from slurmgen.rendered import image_parts, images
+from slurmgen.synth.rendered import image_parts, images
 
 
 @pytest.mark.parametrize(("ref", "parts"), [

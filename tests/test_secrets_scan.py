@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slurmgen import secrets_scan as scan
+from slurmgen.spec import secrets_scan as scan
 
 
 @pytest.mark.parametrize("text, finding", [

@@ -1,7 +1,7 @@
 """What slurm-operator v1.2.1 and slurmctld 26.05 do with the slurm.conf pieces we render (issue #11).
 
 Each test rests on upstream code read at the pinned tags (cited in charts/slurm_cluster.py,
-slurmgen/catalog/sizing.py and slurmgen/plan.py); where the operator's behaviour matters, the test
+slurmgen/catalog/sizing.py and slurmgen/plan/nodesets.py); where the operator's behaviour matters, the test
 re-enacts it in a few lines (`operator_*` helpers) instead of trusting our own rendering of it.
 """
 
@@ -12,11 +12,11 @@ import re
 
 import pytest
 
-from slurmgen.build import render
+from slurmgen.synth.build import render
 from slurmgen.catalog.catalog import load_catalog
 from slurmgen.catalog.sizing import DEFAULT_RESERVE, SizingError, pod_resources, slurm_node_conf
 from charts import slurm_cluster
-from slurmgen.quantity import memory_mib
+from slurmgen.kube.quantity import memory_mib
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from slurmgen.cli import main
-from slurmgen.slurmconf import checks
-from slurmgen.slurmconf.checks import blocking, prune_waves, sync_states, wave_problems
+from slurmgen.verify import slurm_files as checks
+from slurmgen.verify.slurm_files import blocking, prune_waves, sync_states, wave_problems
 from slurmgen.slurmconf.operator import effective, merged_config, slurmd_conf
 from tests.conftest import EXAMPLES, SPECS, assert_golden
 
@@ -262,7 +262,7 @@ def test_default_memory_larger_than_the_smallest_node_is_refused(rendered):
 
 
 def test_diff_names_removed_partitions_and_groups_accounting_keys(rendered):
-    from slurmgen.slurmconf.diff import changes
+    from slurmgen.review.slurm_diff import changes
     old = tree_of(rendered, "example")
     new = copy.deepcopy(old)
     new[CTL]["spec"]["extraConf"] = new[CTL]["spec"]["extraConf"].replace(
@@ -280,7 +280,7 @@ def test_synth_accepts_a_nodeset_and_its_partition_added_in_one_commit(tmp_path,
     # GIVEN the prod tree and a spec whose new partition names a new NodeSet (it arrives after the
     # Controller: wave 3 against 2)
     import shutil
-    from slurmgen.output import read_tree
+    from slurmgen.write.output import read_tree
     out = tmp_path / "dist"
     shutil.copytree(dist_tree / "prod", out / "prod")
     for f in (SPECS).glob("*.yaml"):
@@ -301,7 +301,7 @@ def test_the_waves_of_a_removal_are_checked_against_the_tree_being_replaced(rend
     # GIVEN NodeSets synced before the Controller (install is then fine) and the check enforced
     import dataclasses
     import yaml
-    from slurmgen.pipeline import Result
+    from slurmgen.run.pipeline import Result
     base = without_our_nodeset_lines(tree_of(rendered, "example"))
     base[CTL]["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = "5"
     for rel, obj in base.items():
@@ -345,7 +345,7 @@ def test_turning_topology_off_keeps_topology_yaml_until_the_controller_drops_it_
     # GIVEN training as rendered (topology on), written out as the tree being replaced
     import dataclasses
     import yaml
-    from slurmgen.pipeline import Result, run
+    from slurmgen.run.pipeline import Result, run
     base = tree_of(rendered, "training")
     for rel, obj in base.items():
         (tmp_path / "training" / rel).parent.mkdir(parents=True, exist_ok=True)

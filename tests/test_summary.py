@@ -236,7 +236,7 @@ def test_a_site_prices_csv_beside_the_specs_prices_what_the_table_lacks(tmp_path
 
 def test_reserved_capacity_is_marked_paid_separately():
     from slurmgen.catalog.pricing import load_prices
-    from slurmgen.summary import _node_price
+    from slurmgen.review.summary import _node_price
 
     prices = load_prices()
     assert _node_price("reserved", ("p5.48xlarge",), "us-east-1", prices).kind == "reserved"
@@ -267,8 +267,8 @@ def _pvc(name: str) -> dict:
 
 def test_forty_clusters_fit_one_comment_with_what_needs_attention_first(tmp_path):
     # GIVEN one rendered cluster, added as 40 new clusters, and a 41st that loses a volume
-    from slurmgen.pipeline import run
-    from slurmgen.summary import COMMENT_MAX_CHARS, summarize
+    from slurmgen.run.pipeline import run
+    from slurmgen.review.summary import COMMENT_MAX_CHARS, summarize
 
     spec = tmp_path / "t.yaml"
     spec.write_text(spec_text("[{name: gpu, instanceType: p5.48xlarge, replicas: 4}, "
@@ -297,7 +297,7 @@ def test_forty_clusters_fit_one_comment_with_what_needs_attention_first(tmp_path
 
 
 def test_fit_never_exceeds_the_cap_even_when_headlines_alone_do_not_fit(tmp_path):
-    from slurmgen.summary import ClusterSection, fit_comment
+    from slurmgen.review.summary import ClusterSection, fit_comment
 
     parts = [ClusterSection(f"c{i:03d}", [f"### Cluster `c{i:03d}`", "", "- adds 1 p5.48xlarge node(s)"], ["x" * 500],
                             [f"stateful: removes PersistentVolumeClaim slurm/v{i}"]) for i in range(400)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from slurmgen import topology_labeler as lab
+from charts import topology_labeler as lab
 from charts.slurm_cluster import CONFIG_FILES_HASH
 from slurmgen.spec import parse_text
 from tests.conftest import SPECS, assert_golden
@@ -61,7 +61,7 @@ def test_labeler_wiring(rendered):
     assert pod["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "core"}
     assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"]["type"] == "Recreate"
     cm = _obj(rendered, "slurm/configmap-slurm-topology-labeler.yaml")["data"]
-    assert cm["labeler.py"] == (REPO / "slurmgen" / "topology_labeler.py").read_text()
+    assert cm["labeler.py"] == (REPO / "charts" / "topology_labeler.py").read_text()
     cfg = json.loads(cm["config.json"])
     assert cfg["annotation"] == "topology.slinky.slurm.net/spec"
     assert cfg["tree"]["pools"] == ["training-h100", "training-h200", "training-trn2"]  # backfill is flat: L4 has no topology labels
@@ -148,7 +148,7 @@ def test_summary_names_topology_changes(rendered):
     # GIVEN the training tree and the same tree whose Capacity Block partition had one block size
     import copy
 
-    from slurmgen.slurmconf.diff import changes
+    from slurmgen.review.slurm_diff import changes
 
     new = rendered["training"].files
     old = copy.deepcopy(dict(new))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slurmgen import topology_labeler as lab
+from charts import topology_labeler as lab
 from tests.block_placement import fits
 
 CASES = sorted((Path(__file__).parent / "cases" / "blocks").glob("*.yaml"))

@@ -15,8 +15,8 @@ import copy
 import pytest
 import yaml
 
-from slurmgen.build import render
-from slurmgen.slurmconf.checks import topology_names, wave_problems
+from slurmgen.synth.build import render
+from slurmgen.verify.slurm_files import topology_names, wave_problems
 from slurmgen.spec import parse_text
 from tests.conftest import SPECS
 

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from slurmgen import verify
+from slurmgen.verify import objects as verify
 
 
 def with_files(cluster, **changes):

@@ -13,8 +13,8 @@ import re
 from collections import Counter
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
-from .. import naming
-from ..quantity import memory_mib
+from ..kube import naming
+from ..kube.quantity import memory_mib
 from ._images import pinned_slurm_images
 from ._slurm import COMMENT, slurm_key, slurm_keys
 from ._topology import topology_rules
@@ -650,7 +650,7 @@ def _role_use(spec: dict[str, Any]) -> dict[str, tuple[bool, str | None]]:
     secrets = spec["secrets"]
     fsx_dynamic_helm = fsx["enabled"] and fsx["mode"] == "dynamic" and fsx["csiDriver"] == "helm"
     # External Secrets reads Secrets Manager for the generated secrets' values and for a directory bind password
-    # kept there (a pre-created Secret is read in the cluster: slurmgen/identity.py reads_secrets_manager)
+    # kept there (a pre-created Secret is read in the cluster: slurmgen/plan/identity.py reads_secrets_manager)
     bind_in_aws = "secretsManager" in (spec.get("directory") or {}).get("bindPassword", {})
     from_aws = secrets["mode"] == "external-secrets" and ("awsSecretsManager" in secrets or bind_in_aws)
     amp = bool(AMP_HOST.match(spec["autoscaling"].get("prometheusAddress", "")))

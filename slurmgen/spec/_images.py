@@ -15,7 +15,7 @@ access), hence the spec carries them.
 
 Decision: refuse a floating tag (it makes the render non-reproducible); accept a patch tag (the
 upstream default pin level); accept a digest anywhere an image reference is taken. A bump of
-either shows in `--summary` as a `version: image` line (slurmgen/summary.py).
+either shows in `--summary` as a `version: image` line (slurmgen/review/summary.py).
 """
 
 from __future__ import annotations

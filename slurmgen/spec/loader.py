@@ -12,7 +12,7 @@ from ..catalog.catalog import InstanceType, load_catalog
 from ..catalog.mixed import type_names
 from ..catalog.registries import region_has_registry
 from ..catalog.rules import catalog_rule
-from .. import secrets_scan
+from . import secrets_scan
 from . import _checks, _schema, _text
 from . import _topology as _topology_rules
 from .errors import dotted

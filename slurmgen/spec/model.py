@@ -63,7 +63,7 @@ class Placement:
 
 @dataclass(frozen=True)
 class AwsIdentity:
-    """How the controllers that call AWS get their IAM role (aws.identity); see slurmgen/identity.py."""
+    """How the controllers that call AWS get their IAM role (aws.identity); see slurmgen/plan/identity.py."""
 
     mode: str = "podIdentity"  # podIdentity | irsa
     fsx_csi_controller: str | None = None  # role ARNs

@@ -14,7 +14,7 @@ import pytest
 
 from slurmgen.catalog.catalog import COLUMNS, OPTIONAL_COLUMNS
 from slurmgen.cli import main
-from slurmgen.pipeline import InputError, run
+from slurmgen.run.pipeline import InputError, run
 from tests.conftest import REPO
 
 HEADER = ",".join(c for c in COLUMNS if c not in OPTIONAL_COLUMNS)
@@ -159,11 +159,11 @@ def test_parse_text_checks_instance_types_without_importing_the_planner() -> Non
             parse_text("x.yaml", MINIMAL_SPEC.replace("g5.xlarge", "nope.xlarge"))
         except SpecError as err:
             print("\\n".join(map(str, err.problems)))
-        print("plan imported:", "slurmgen.plan" in sys.modules)
+        print("plan imported:", "slurmgen.plan.nodesets" in sys.modules)
         """)
     # when parse_text sees an unknown instance type
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
-    # then it is refused, and slurmgen.plan was never imported
+    # then it is refused, and slurmgen.plan.nodesets was never imported
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("x.yaml:5: nodesets[gpu].instanceType: unknown instance type 'nope.xlarge': not in the catalog")

@@ -388,7 +388,7 @@ class Rendered:
 
 
 def render(spec: Path) -> Rendered:
-    from slurmgen.pipeline import run
+    from slurmgen.run.pipeline import run
     from slurmgen.slurmconf.operator import effective
 
     (cluster,) = run([spec]).clusters

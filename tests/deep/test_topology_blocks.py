@@ -20,9 +20,9 @@ from typing import Callable, Iterator
 
 import pytest
 
-from slurmgen import topology_labeler as lab
+from charts import topology_labeler as lab
 from slurmgen.spec import parse_text
-from slurmgen.topology import labeler_config, topology_yaml
+from slurmgen.plan.topology import labeler_config, topology_yaml
 from tests.block_placement import fits
 from tests.conftest import need_shared, skip_or_fail
 from tests.deep.harness import PREFIX, SHARED_SLURM, free_port, prepare_machine

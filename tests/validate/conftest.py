@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slurmgen.validate import Validator
+from slurmgen.verify.schemas import Validator
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from slurmgen.validate import Validator
+from slurmgen.verify.schemas import Validator
 
 
 def messages(validator: Validator, obj: dict) -> list[str]:

@@ -9,8 +9,8 @@ import time
 import pytest
 import yaml
 
-from slurmgen.validate import Problem, SchemaUnavailable, Validator, format_path
-from slurmgen.validate.core import CoreSchemas, schema_issues, supported_versions
+from slurmgen.verify.schemas import Problem, SchemaUnavailable, Validator, format_path
+from slurmgen.verify.schemas.core import CoreSchemas, schema_issues, supported_versions
 
 from tests.validate.helpers import messages
 

@@ -9,10 +9,10 @@ import jsonschema_rs
 import pytest
 import yaml
 
-from slurmgen.validate import SchemaUnavailable, Validator
-from slurmgen.validate.crds import FALLBACK_METADATA, CrdIndex, go_pattern, to_strict_schema, with_metadata
-from slurmgen.validate.core import CoreSchemas, schema_issues
-from slurmgen.validate.vendored import VendoredCrds
+from slurmgen.verify.schemas import SchemaUnavailable, Validator
+from slurmgen.verify.schemas.crds import FALLBACK_METADATA, CrdIndex, go_pattern, to_strict_schema, with_metadata
+from slurmgen.verify.schemas.core import CoreSchemas, schema_issues
+from slurmgen.verify.schemas.vendored import VendoredCrds
 
 from tests.conftest import SHARED_CRDS, need_shared
 from tests.validate.helpers import messages
@@ -317,7 +317,7 @@ def test_unknown_custom_kind_is_a_problem(validator: Validator) -> None:
     # when it is validated
     found = messages(validator, obj)
     # then the problem points at where the CRD schemas come from
-    assert found == ["Foo argocd/x: no schema for argoproj.io/v1alpha1 Foo; is its CRD in the vendored schemas (slurmgen/validate/vendored)?"]
+    assert found == ["Foo argocd/x: no schema for argoproj.io/v1alpha1 Foo; is its CRD in the vendored schemas (slurmgen/verify/schemas/vendored)?"]
 
 
 # --------------------------------------------------------------------------- conversion rules

@@ -7,7 +7,7 @@ import copy
 import pytest
 import yaml
 
-from slurmgen.validate import Validator
+from slurmgen.verify.schemas import Validator
 
 from tests.validate.helpers import messages
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from slurmgen.validate import SchemaUnavailable, Validator, sources, vendored
-from slurmgen.validate.sources import CrdSource, FetchError, fetch, load_sources, refresh, verify_dir
-from slurmgen.validate.vendored import INDEX_FILE, VENDORED_DIR, VendoredCrds
+from slurmgen.verify.schemas import SchemaUnavailable, Validator, sources, vendored
+from slurmgen.verify.schemas.sources import CrdSource, FetchError, fetch, load_sources, refresh, verify_dir
+from slurmgen.verify.schemas.vendored import INDEX_FILE, VENDORED_DIR, VendoredCrds
 
 from tests.conftest import REPO, SHARED_CRDS, need_shared
 
@@ -325,7 +325,7 @@ def test_the_package_never_looks_for_crds_or_charts_beside_the_checkout_or_in_a_
     assert hits == []
 
 
-@pytest.mark.parametrize("argv", [["main.py", "--help"], ["-m", "slurmgen.validate.sources", "refresh", "--help"]])
+@pytest.mark.parametrize("argv", [["main.py", "--help"], ["-m", "slurmgen.verify.schemas.sources", "refresh", "--help"]])
 def test_help_texts_do_not_send_anyone_to_shared(argv: list[str]) -> None:
     # given the command lines a user reads / when their help is printed
     import subprocess

@@ -1,0 +1,1 @@
+"""Kubernetes and Argo CD words every stage shares: object names, quantities, annotation keys, sync waves."""

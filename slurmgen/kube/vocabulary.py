@@ -1,0 +1,37 @@
+"""Words several layers share: Argo CD annotations and sync options, AWS Load Balancer Controller keys.
+
+The charts, the Argo CD layer and the checks of the rendered tree all import them from here (the
+sync waves live beside it, in waves.py), so none of those packages imports another for a string.
+"""
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "slurmgen"}
+
+# Argo CD resource annotations and the sync options we set in them.
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+KEEP = "Prune=false,Delete=false"  # stateful: never pruned, never cascaded away with its Application
+SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"  # the CRDs come from another Application
+PRUNE_LAST = "PruneLast=true"
+
+#: Prefix of the AWS Load Balancer Controller's Service annotations.
+LBC = "service.beta.kubernetes.io/aws-load-balancer-"
+
+# The Argo CD health check the sync waves need (apps/argocd.py renders it as a patch, `--argocd-settings`
+# prints it for each kind of install).
+HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
+# Argo CD's own snippet (docs/operator-manual/health.md @ v3.5.1): a child Application is healthy
+# only when its resources are, so the root's sync waves wait for it (removed from Argo CD in 1.8).
+APPLICATION_HEALTH_LUA = """\
+hs = {}
+hs.status = "Progressing"
+hs.message = ""
+if obj.status ~= nil then
+  if obj.status.health ~= nil then
+    hs.status = obj.status.health.status
+    if obj.status.health.message ~= nil then
+      hs.message = obj.status.health.message
+    end
+  end
+end
+return hs
+"""

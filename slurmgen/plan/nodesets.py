@@ -1,0 +1,159 @@
+"""The compute plan: everything derived from one nodeset that two charts must agree on.
+
+The Slurm chart (NodeSet pod template, slurmd resources, Slurm node conf) and the compute chart
+(Karpenter NodePool labels, taints, limits) both read the same NodeSetPlan, so a nodeSelector can
+never miss its NodePool's labels and a pod can never ask for more than the node can allocate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..kube import naming
+from ..catalog.catalog import InstanceType, load_catalog
+from ..catalog.mixed import interchangeable, pod_resources_for
+from ..catalog.sizing import DaemonSetReserve, PodShape, SizingError, format_node_conf, lookup, slurm_node_conf
+from ..spec import ClusterSpec, NodeSetSpec
+from ..spec.model import Toleration
+
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+ARCH_LABEL = "kubernetes.io/arch"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+# The label the NVIDIA device plugin chart (0.20.0 values.yaml `affinity`) selects GPU nodes by. The
+# AL2023 NVIDIA AMI's nodeadm sets it only from kubelet 1.35 on, so our GPU NodePools set it themselves.
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    effect: str = "NoSchedule"
+    value: str | None = None
+
+    def as_dict(self) -> dict[str, str]:
+        out = {"key": self.key, "effect": self.effect}
+        if self.value is not None:
+            out["value"] = self.value
+        return out
+
+    def toleration(self) -> Toleration:
+        """The toleration that matches exactly this taint (Equal when it has a value)."""
+        if self.value is None:
+            return Toleration(key=self.key, operator="Exists", effect=self.effect)
+        return Toleration(key=self.key, operator="Equal", value=self.value, effect=self.effect)
+
+
+@dataclass(frozen=True)
+class NodeSetPlan:
+    nodeset: NodeSetSpec
+    instance: InstanceType  # the first type: arch, vCPUs and accelerators are those of every type
+    shape: PodShape  # fits every type (the smallest of each resource)
+    nodepool: str
+    taints: tuple[Taint, ...]
+    instances: tuple[InstanceType, ...] = ()  # every type the NodePool allows, spec order; () = (instance,)
+
+    @property
+    def types(self) -> tuple[InstanceType, ...]:
+        """Every instance type Karpenter may launch for this nodeset."""
+        return self.instances or (self.instance,)
+
+    @property
+    def max_nodes(self) -> int:
+        """The ceiling the NodePool limits are derived from: maxNodes, else what the replicas (or the autoscale max) need."""
+        return self.nodeset.max_nodes or self.nodeset.ceiling
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """What the slurmd pods select: only labels Karpenter puts on every node of the NodePool.
+
+        With a list of types the pod selects the NodePool, not one type: the pool's own requirement
+        holds the list, and a selector on one type would leave the others unused.
+        """
+        selector = {NODEPOOL_LABEL: self.nodepool}
+        if len(self.types) == 1:
+            selector[INSTANCE_TYPE_LABEL] = self.instance.instance_type
+        selector[CAPACITY_TYPE_LABEL] = self.nodeset.capacity_type
+        return selector
+
+    def node_labels(self, ami_family: str) -> dict[str, str]:
+        """Labels the NodePool puts on its nodes for node agents (not for slurmd's selector).
+
+        NVIDIA nodes on AL2023 carry `nvidia.com/gpu.present=true` whatever the Kubernetes version,
+        so the NVIDIA device plugin lands on them. Bottlerocket runs its own plugin: no label, so a
+        second plugin installed by hand cannot land there too.
+        """
+        if self.instance.is_nvidia and ami_family != "bottlerocket":
+            return {GPU_PRESENT_LABEL: "true"}
+        return {}
+
+    @property
+    def tolerations(self) -> tuple[Toleration, ...]:
+        return tuple(t.toleration() for t in self.taints)
+
+    @property
+    def slurm_conf(self) -> str:
+        """slurmd --conf tokens: Features, Gres/CPUs/RealMemory from sizing, then the user's extras."""
+        conf: dict[str, str] = {}
+        features = extra_features(self.nodeset.name, self.nodeset.features)
+        if features:
+            conf["Features"] = ",".join(features)
+        conf.update(slurm_node_conf(self.instance, self.shape))
+        extras = dict(self.nodeset.extra_slurmd_conf)
+        if "CpuSpecList" in extras:
+            conf.pop("CoreSpecCount", None)  # Slurm refuses a node that sets both
+        conf.update(extras)
+        return format_node_conf(conf)
+
+
+def extra_features(nodeset: str, features: tuple[str, ...]) -> tuple[str, ...]:
+    """The features to pass besides the nodeset's own name, each once, in the spec's order.
+
+    The operator always puts the nodeset name first and appends ours after a comma without
+    deduplicating (slurm-operator v1.2.1 internal/builder/workerbuilder/worker_app.go,
+    slurmdConfArgs), so `features: [spot]` on nodeset `spot` would become `Features=spot,spot`.
+    """
+    seen = {nodeset}
+    out: list[str] = []
+    for feature in features:
+        if feature not in seen:
+            seen.add(feature)
+            out.append(feature)
+    return tuple(out)
+
+
+COMPUTE_TAINT = "slurmgen.dev/compute"
+
+
+def _taints(it: InstanceType) -> tuple[Taint, ...]:
+    """Keep other workloads off Slurm nodes, so `WhenEmpty` can release them once the jobs are gone.
+
+    Accelerator nodes use the well-known taint (nvidia.com/gpu, aws.amazon.com/neuron) that device
+    plugins already tolerate; CPU-only nodes get our own key, tolerated by the DaemonSets we deploy.
+    """
+    return (Taint(key=it.accelerator_resource if it.has_accelerator else COMPUTE_TAINT),)
+
+
+def reserve_of(spec: ClusterSpec) -> DaemonSetReserve:
+    c = spec.compute
+    return DaemonSetReserve(cpu_m=c.reserve_cpu_m, memory_mi=c.reserve_memory_mi, percent=c.reserve_percent)
+
+
+def plan_nodeset(spec: ClusterSpec, ns: NodeSetSpec, catalog: Mapping[str, InstanceType]) -> NodeSetPlan:
+    """Size one nodeset; raises SizingError (a user-facing message) when it cannot fit."""
+    types = tuple(lookup(catalog, name) for name in ns.instance_types)
+    mismatch = interchangeable(types, efa=ns.efa, allow_mixed=ns.allow_mixed_types)
+    if mismatch:
+        raise SizingError(mismatch[0])
+    it = types[0]
+    shape = pod_resources_for(types, gpus_per_pod=ns.gpus_per_pod, efa=ns.efa, reserve=reserve_of(spec))
+    return NodeSetPlan(nodeset=ns, instance=it, shape=shape, nodepool=naming.nodepool(spec.name, ns.name),
+                       taints=_taints(it), instances=types if len(types) > 1 else ())
+
+
+def plan_cluster(spec: ClusterSpec, catalog: Mapping[str, InstanceType] | None = None) -> dict[str, NodeSetPlan]:
+    """Plans for every nodeset of a cluster, keyed by nodeset name, in spec order."""
+    catalog = catalog if catalog is not None else load_catalog()
+    return {ns.name: plan_nodeset(spec, ns, catalog) for ns in spec.nodesets}

@@ -1,0 +1,1 @@
+"""Stage 6, reading a render: the PR summary, --explain, --preview, the Argo CD settings check."""

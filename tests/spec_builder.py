@@ -50,3 +50,8 @@ def spec_data(*, nodeset: dict[str, Any] | None = None, **top: Any) -> dict[str,
 def spec_text(*, nodeset: dict[str, Any] | None = None, **top: Any) -> str:
     """spec_data as YAML in block style, one key per line (so an error's line number names one field)."""
     return yaml.safe_dump(spec_data(nodeset=nodeset, **top), sort_keys=False)
+
+
+def nodeset_named(name: str) -> dict[str, Any]:
+    """Top-level keys giving the minimal spec's one nodeset, and its partition, the name `name`."""
+    return {"nodesets": [{"name": name, "instanceType": "g5.xlarge"}], "partitions": [{"name": name, "nodesets": [name]}]}

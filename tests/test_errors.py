@@ -10,6 +10,7 @@ from slurmgen.spec import parse_text
 from slurmgen.spec.errors import SpecError, name_keyed
 
 from .conftest import MINIMAL_SPEC
+from .spec_builder import spec_text
 
 SPEC = {
     "nodesets": [{"name": "cpu"}, {"name": "gpu"}, {"name": "gpu"}, {"replicas": 1}, {"name": 7}, {"name": "12"},
@@ -49,24 +50,23 @@ def test_rules_yielding_index_paths_are_shown_name_keyed():
     def rule(spec):
         yield "nodesets[1].instanceType", "not offered"
 
-    text = MINIMAL_SPEC.replace("nodesets: [{name: gpu, instanceType: g5.xlarge}]",
-                                "nodesets: [{name: gpu, instanceType: g5.xlarge}, {name: big, instanceType: g5.2xlarge}]")
-    text = text.replace("nodesets: [gpu]", "nodesets: [gpu, big]")
+    text = spec_text(nodesets=[{"name": "gpu", "instanceType": "g5.xlarge"}, {"name": "big", "instanceType": "g5.2xlarge"}],
+                     partitions=[{"name": "gpu", "nodesets": ["gpu", "big"]}])
     # WHEN the spec is loaded with that rule beside the spec layer's own
     with pytest.raises(SpecError) as err:
         loader._load(Path("c.yaml"), text, (*loader.rules_for(), rule))
     # THEN the formatter shows the item by its name
-    assert [str(p) for p in err.value.problems] == ["c.yaml:5: nodesets[big].instanceType: not offered"]
+    assert [str(p) for p in err.value.problems] == ["c.yaml:12: nodesets[big].instanceType: not offered"]
 
 
 def test_schema_errors_use_the_names_of_the_raw_spec():
     # GIVEN a nodeset whose replicas has the wrong type
-    text = MINIMAL_SPEC.replace("{name: gpu, instanceType: g5.xlarge}", "{name: gpu, instanceType: g5.xlarge, replicas: two}")
+    text = spec_text(nodeset={"replicas": "two"})
     # WHEN it is loaded
     with pytest.raises(SpecError) as err:
         parse_text("c.yaml", text)
     # THEN the line names the nodeset
-    assert [str(p) for p in err.value.problems] == ["c.yaml:5: nodesets[gpu].replicas: expected an integer, got string 'two'"]
+    assert [str(p) for p in err.value.problems] == ["c.yaml:11: nodesets[gpu].replicas: expected an integer, got string 'two'"]
 
 
 def test_each_problem_names_the_line_that_writes_its_field(tmp_path):

@@ -6,7 +6,7 @@ import yaml
 
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
-from tests.spec_builder import DROP, spec_data, spec_text
+from tests.spec_builder import DROP, nodeset_named, spec_data, spec_text
 
 
 def test_no_change_is_the_minimal_spec_and_it_loads():
@@ -51,3 +51,8 @@ def test_one_call_does_not_leak_into_the_next():
 def test_the_text_is_block_yaml_one_key_a_line():
     text = spec_text(nodeset={"replicas": 2})
     assert text.splitlines()[8:11] == ["- name: gpu", "  instanceType: g5.xlarge", "  replicas: 2"]
+
+
+def test_nodeset_named_renames_the_nodeset_and_its_partition():
+    data = spec_data(**nodeset_named("cpu"))
+    assert [n["name"] for n in data["nodesets"]] == ["cpu"] and data["partitions"] == [{"name": "cpu", "nodesets": ["cpu"]}]

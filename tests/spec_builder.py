@@ -26,11 +26,18 @@ class _Drop:
 DROP: Final = _Drop()
 
 
+class Whole(dict[str, Any]):
+    """A mapping that replaces the one at its key instead of merging into it:
+    `directory={"tls": Whole(mode="none")}` leaves no key of the old tls behind."""
+
+
 def merged(base: Any, change: Any) -> Any:
-    """`change` over `base`: mappings merge key by key (DROP deletes), anything else (lists too) replaces."""
-    if not (isinstance(base, dict) and isinstance(change, dict)):
+    """`change` over `base`: mappings merge key by key (DROP deletes), anything else (lists, Whole) replaces."""
+    if isinstance(change, Whole):
+        return merged({}, dict(change))
+    if not isinstance(change, dict):
         return change
-    out = dict(base)
+    out = dict(base) if isinstance(base, dict) else {}
     for key, value in change.items():
         if value is DROP:
             out.pop(key, None)
@@ -39,17 +46,28 @@ def merged(base: Any, change: Any) -> Any:
     return out
 
 
-def spec_data(*, nodeset: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
-    """The minimal spec as a dict with `top` merged in, then `nodeset` merged into nodesets[0]."""
-    data: dict[str, Any] = merged(yaml.safe_load(MINIMAL_SPEC), top)
+def variant_data(base: str, *, nodeset: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
+    """The spec text `base` as a dict with `top` merged in, then `nodeset` merged into nodesets[0]."""
+    data: dict[str, Any] = merged(yaml.safe_load(base), top)
     if nodeset is not None:
         data["nodesets"] = [merged(data["nodesets"][0], nodeset), *data["nodesets"][1:]]
     return data
 
 
+def variant(base: str, *, nodeset: dict[str, Any] | None = None, **top: Any) -> str:
+    """variant_data as YAML in block style, one key per line (so an error's line number names one field);
+    the comments of `base` are not kept."""
+    return yaml.safe_dump(variant_data(base, nodeset=nodeset, **top), sort_keys=False)
+
+
+def spec_data(*, nodeset: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
+    """The minimal spec as a dict, changed as variant_data says."""
+    return variant_data(MINIMAL_SPEC, nodeset=nodeset, **top)
+
+
 def spec_text(*, nodeset: dict[str, Any] | None = None, **top: Any) -> str:
-    """spec_data as YAML in block style, one key per line (so an error's line number names one field)."""
-    return yaml.safe_dump(spec_data(nodeset=nodeset, **top), sort_keys=False)
+    """The minimal spec changed as variant_data says, as YAML."""
+    return variant(MINIMAL_SPEC, nodeset=nodeset, **top)
 
 
 def nodeset_named(name: str) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import yaml
 
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
-from tests.spec_builder import DROP, nodeset_named, spec_data, spec_text
+from tests.spec_builder import DROP, Whole, nodeset_named, spec_data, spec_text, variant
 
 
 def test_no_change_is_the_minimal_spec_and_it_loads():
@@ -56,3 +56,18 @@ def test_the_text_is_block_yaml_one_key_a_line():
 def test_nodeset_named_renames_the_nodeset_and_its_partition():
     data = spec_data(**nodeset_named("cpu"))
     assert [n["name"] for n in data["nodesets"]] == ["cpu"] and data["partitions"] == [{"name": "cpu", "nodesets": ["cpu"]}]
+
+
+def test_a_variant_of_another_spec_changes_only_what_it_names():
+    base = "# a comment\nname: x\ndirectory: {kind: ldap, tls: {verify: false}}\n"
+    assert yaml.safe_load(variant(base, directory={"tls": DROP, "uris": ["ldap://h"]})) == {
+        "name": "x", "directory": {"kind": "ldap", "uris": ["ldap://h"]}}
+
+
+def test_a_whole_mapping_replaces_instead_of_merging():
+    data = spec_data(aws=Whole(region="eu-west-1"), gitops={"targetRevision": "dev"})
+    assert data["aws"] == {"region": "eu-west-1"}
+    assert data["gitops"] == {"repoURL": "https://github.com/o/r.git", "targetRevision": "dev"}
+    assert yaml.safe_dump(data) == yaml.safe_dump(yaml.safe_load(yaml.safe_dump(data)))  # plain dicts: dumpable
+    nested = spec_data(login={"service": Whole(type="NodePort"), "x": DROP})
+    assert nested["login"] == {"service": {"type": "NodePort"}} and type(nested["login"]["service"]) is dict

@@ -73,3 +73,11 @@ def spec_text(*, nodeset: dict[str, Any] | None = None, **top: Any) -> str:
 def nodeset_named(name: str) -> dict[str, Any]:
     """Top-level keys giving the minimal spec's one nodeset, and its partition, the name `name`."""
     return {"nodesets": [{"name": name, "instanceType": "g5.xlarge"}], "partitions": [{"name": name, "nodesets": [name]}]}
+
+
+def by_name(items: list[dict[str, Any]], changes: dict[str, Any]) -> list[dict[str, Any]]:
+    """`items` (nodesets, partitions) with each change merged into the item of that name, DROP removing
+    it; a name no item has fails, so a test cannot silently change nothing."""
+    missing = set(changes) - {item["name"] for item in items}
+    assert not missing, f"no item named {sorted(missing)}"
+    return [merged(item, changes.get(item["name"], {})) for item in items if changes.get(item["name"]) is not DROP]

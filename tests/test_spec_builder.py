@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
-from tests.spec_builder import DROP, Whole, nodeset_named, spec_data, spec_text, variant
+from tests.spec_builder import DROP, Whole, by_name, nodeset_named, spec_data, spec_text, variant
 
 
 def test_no_change_is_the_minimal_spec_and_it_loads():
@@ -71,3 +72,10 @@ def test_a_whole_mapping_replaces_instead_of_merging():
     assert yaml.safe_dump(data) == yaml.safe_dump(yaml.safe_load(yaml.safe_dump(data)))  # plain dicts: dumpable
     nested = spec_data(login={"service": Whole(type="NodePort"), "x": DROP})
     assert nested["login"] == {"service": {"type": "NodePort"}} and type(nested["login"]["service"]) is dict
+
+
+def test_by_name_changes_and_removes_items_and_refuses_a_name_it_lacks():
+    items = [{"name": "a", "x": 1}, {"name": "b", "x": 2}, {"name": "c"}]
+    assert by_name(items, {"a": {"x": 3}, "b": DROP}) == [{"name": "a", "x": 3}, {"name": "c"}]
+    with pytest.raises(AssertionError, match="no item named"):
+        by_name(items, {"z": {}})

@@ -7,7 +7,7 @@ key order, comments, syntax errors) keep writing text.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Callable, Final
 
 import yaml
 
@@ -32,7 +32,10 @@ class Whole(dict[str, Any]):
 
 
 def merged(base: Any, change: Any) -> Any:
-    """`change` over `base`: mappings merge key by key (DROP deletes), anything else (lists, Whole) replaces."""
+    """`change` over `base`: mappings merge key by key (DROP deletes), a function gets the old value and
+    returns the new (see `named`), anything else (lists, Whole) replaces."""
+    if callable(change):
+        return change(base)
     if isinstance(change, Whole):
         return merged({}, dict(change))
     if not isinstance(change, dict):
@@ -81,3 +84,8 @@ def by_name(items: list[dict[str, Any]], changes: dict[str, Any]) -> list[dict[s
     missing = set(changes) - {item["name"] for item in items}
     assert not missing, f"no item named {sorted(missing)}"
     return [merged(item, changes.get(item["name"], {})) for item in items if changes.get(item["name"]) is not DROP]
+
+
+def named(changes: dict[str, Any]) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """A change of a list of named items, as by_name does it: `spec_text(partitions=named({"gpu": DROP}))`."""
+    return lambda items: by_name(items, changes)

@@ -7,7 +7,7 @@ import yaml
 
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
-from tests.spec_builder import DROP, Whole, by_name, nodeset_named, spec_data, spec_text, variant
+from tests.spec_builder import DROP, Whole, by_name, named, nodeset_named, spec_data, spec_text, variant
 
 
 def test_no_change_is_the_minimal_spec_and_it_loads():
@@ -79,3 +79,9 @@ def test_by_name_changes_and_removes_items_and_refuses_a_name_it_lacks():
     assert by_name(items, {"a": {"x": 3}, "b": DROP}) == [{"name": "a", "x": 3}, {"name": "c"}]
     with pytest.raises(AssertionError, match="no item named"):
         by_name(items, {"z": {}})
+
+
+def test_named_changes_a_list_by_item_name_inside_a_merge():
+    data = spec_data(nodesets=named({"gpu": {"replicas": 2}}), partitions=lambda old: [*old, {"name": "x", "nodesets": ["gpu"]}])
+    assert data["nodesets"] == [{"name": "gpu", "instanceType": "g5.xlarge", "replicas": 2}]
+    assert [p["name"] for p in data["partitions"]] == ["gpu", "x"]

@@ -1,7 +1,8 @@
 """Test specs built as data: the minimal spec (tests/conftest.py) with the keys a test is about merged in.
 
 A text replacement silently does nothing once the text it looks for changes, and the test then passes
-without the behaviour it names; a merge cannot miss. Tests about the text itself (YAML line numbers,
+without the behaviour it names. A merge cannot miss: a misspelt key is added, and the schema refuses
+unknown keys; by_name fails on a name no item has. Tests about the text itself (YAML line numbers,
 key order, comments, syntax errors) keep writing text.
 """
 

@@ -22,7 +22,8 @@ REQUIRE_SHARED = os.environ.get("SLURMGEN_REQUIRE_SHARED") == "1"
 SPECS = REPO / "tests" / "specs"
 EXAMPLES = sorted(p for p in SPECS.glob("*.yaml") if not p.name.startswith("_"))
 
-# The smallest valid spec: tests add to it what they exercise.
+# The smallest valid spec: tests add to it what they exercise, as data with tests/spec_builder.spec_text
+# (keep text edits for tests about the text: line numbers, key order, comments, YAML syntax).
 MINIMAL_SPEC = """\
 schemaVersion: 1
 name: t

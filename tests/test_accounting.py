@@ -11,6 +11,7 @@ from charts.accounting import my_cnf
 from charts.policy import declared, load_script
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
+from tests.spec_builder import spec_text
 
 FAKE = Path(__file__).parent / "fake_slurm.py"
 JOB = "slurm/job-slurm-accounts-load.yaml"
@@ -52,17 +53,14 @@ def test_cli_refuses_an_account_removal_until_approved(tmp_path, capsys):
     # GIVEN a rendered cluster with a policy
     from slurmgen.cli import main
 
-    with_policy = MINIMAL_SPEC + """accounting: {enabled: true}
-policy:
-  qos: [{name: normal, priority: 1}]
-  accounts: [{name: a, parent: root, fairshare: 1}, {name: b, parent: root, fairshare: 1}]
-  users: [{name: u, defaultAccount: a}]
-"""
+    account_a, account_b = ({"name": name, "parent": "root", "fairshare": 1} for name in "ab")
+    policy = {"qos": [{"name": "normal", "priority": 1}], "accounts": [account_a, account_b],
+              "users": [{"name": "u", "defaultAccount": "a"}]}
     spec, out = tmp_path / "t.yaml", tmp_path / "dist"
-    spec.write_text(with_policy)
+    spec.write_text(spec_text(accounting={"enabled": True}, policy=policy))
     assert main(["--spec", str(spec), "--out", str(out)]) == 0
     # WHEN account b leaves the spec
-    spec.write_text(with_policy.replace(", {name: b, parent: root, fairshare: 1}", ""))
+    spec.write_text(spec_text(accounting={"enabled": True}, policy={**policy, "accounts": [account_a]}))
     before = (out / "t" / "slurm" / "configmap-slurm-accounts.yaml").read_text()
     capsys.readouterr()
     # THEN synth refuses with exit 2 and leaves dist untouched, and passes once approved

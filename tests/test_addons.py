@@ -12,7 +12,8 @@ import pytest
 
 from slurmgen.synth.build import render
 from slurmgen.spec import parse_text
-from tests.conftest import CHARTS, MINIMAL_SPEC, SHARED, need_shared
+from tests.conftest import CHARTS, SHARED, need_shared
+from tests.spec_builder import spec_text
 from tests.scheduling import helm_values, node_labels, pinned_defaults, selects, tolerates
 
 needs_charts = pytest.mark.skipif(not CHARTS.is_dir(), reason=f"pinned chart defaults not found at {CHARTS}")
@@ -34,9 +35,8 @@ def lands_on(values: dict[str, Any], pool: dict[str, Any]) -> bool:
             and all(tolerates(values.get("tolerations"), t) for t in taints))
 
 
-def render_one(extra: str = "", k8s: str = "1.34", instance: str = "g5.xlarge"):
-    text = MINIMAL_SPEC.replace("instanceType: g5.xlarge", f"instanceType: {instance}")
-    text = text.replace("eksClusterName: eks}", f"eksClusterName: eks, kubernetesVersion: '{k8s}'}}") + extra
+def render_one(k8s: str = "1.34", instance: str = "g5.xlarge", **top: Any):
+    text = spec_text(nodeset={"instanceType": instance}, aws={"kubernetesVersion": k8s}, **top)
     [cluster] = render([parse_text("t.yaml", text)])
     return cluster
 
@@ -71,7 +71,7 @@ def test_nvidia_plugin_placement_does_not_depend_on_the_kubernetes_version(k8s):
 
 def test_bottlerocket_gets_no_nvidia_plugin_and_no_label():
     # GIVEN a GPU nodeset on Bottlerocket (its NVIDIA variant runs its own device plugin)
-    cluster = render_one("compute: {amiFamily: bottlerocket, amiVersion: v1.50.0}\n")
+    cluster = render_one(compute={"amiFamily": "bottlerocket", "amiVersion": "v1.50.0"})
     # THEN we deploy no second plugin, and the label that would attract one is absent
     assert app(cluster, "nvidia-device-plugin") is None
     [pool] = pools(cluster).values()
@@ -96,7 +96,7 @@ def test_cpu_pools_do_not_claim_a_gpu():
 ])
 def test_efa_plugin_image_comes_from_the_regional_eks_registry(region, registry):
     # GIVEN an EFA nodeset in a Region whose EKS add-on registry may be another account
-    text = MINIMAL_SPEC.replace("us-west-2", region).replace("instanceType: g5.xlarge", "instanceType: g5.8xlarge, efa: true")
+    text = spec_text(aws={"region": region}, nodeset={"instanceType": "g5.8xlarge", "efa": True})
     [cluster] = render([parse_text("t.yaml", text)])
     # WHEN the EFA plugin Application is rendered
     values = app(cluster, "aws-efa-k8s-device-plugin")["spec"]["source"]["helm"]["valuesObject"]
@@ -281,7 +281,7 @@ def test_neuron_plugin_lands_on_exactly_the_neuron_pools(rendered):
 
 def test_neuron_plugin_opt_out_and_absence():
     # GIVEN a Trainium nodeset WHEN the plugin is said to be installed another way THEN we deploy none
-    opted_out = render_one("compute: {devicePlugins: {neuronInstalledSeparately: true}}\n", instance="trn2.48xlarge")
+    opted_out = render_one(compute={"devicePlugins": {"neuronInstalledSeparately": True}}, instance="trn2.48xlarge")
     assert app(opted_out, "neuron-device-plugin") is None
     # AND by default it is deployed, and its AppProject allows the chart's repository and cluster kinds
     cluster = render_one(instance="trn2.48xlarge")

@@ -11,7 +11,7 @@ from slurmgen.review import argocd_settings
 from slurmgen.synth.build import render
 from slurmgen.cli import main
 from slurmgen.spec import SpecError, parse_text
-from tests.conftest import MINIMAL_SPEC
+from tests.spec_builder import spec_text
 
 DATA = Path(__file__).parent / "data" / "argocd"
 KEY = "resource.customizations.health.argoproj.io_Application"
@@ -72,8 +72,7 @@ def test_verify_argocd_unreadable_file_exits_2(tmp_path, capsys):
 @pytest.mark.parametrize(("install", "patch_rendered"), [("plain", True), ("helm", False), ("operator", False)])
 def test_the_spec_says_who_owns_argocd_cm_and_only_plain_gets_a_patch_in_dist(install, patch_rendered):
     # GIVEN a spec naming how its Argo CD is installed
-    spec = parse_text("t.yaml", MINIMAL_SPEC.replace('gitops: {repoURL: "https://github.com/o/r.git"}',
-                                                     f'gitops: {{repoURL: "https://github.com/o/r.git", argocdInstall: {install}}}'))
+    spec = parse_text("t.yaml", spec_text(gitops={"argocdInstall": install}))
     assert spec.gitops.argocd_install == install
     # WHEN rendered
     [cluster] = render([spec])
@@ -84,6 +83,5 @@ def test_the_spec_says_who_owns_argocd_cm_and_only_plain_gets_a_patch_in_dist(in
 
 def test_an_unknown_argocd_install_is_a_spec_error():
     with pytest.raises(SpecError) as err:
-        parse_text("t.yaml", MINIMAL_SPEC.replace('gitops: {repoURL: "https://github.com/o/r.git"}',
-                                                  'gitops: {repoURL: "https://github.com/o/r.git", argocdInstall: flux}'))
+        parse_text("t.yaml", spec_text(gitops={"argocdInstall": "flux"}))
     assert "gitops.argocdInstall" in str(err.value)

@@ -17,6 +17,7 @@ from slurmgen.write.output import read_tree
 from slurmgen.run.pipeline import run
 from slurmgen.verify.slurm_files import blocking, wave_problems
 from tests.conftest import EXAMPLES, SPECS
+from tests.spec_builder import variant
 
 
 @pytest.fixture
@@ -54,11 +55,11 @@ def test_an_edited_spec_misses_and_only_it_is_rendered(cache_root, tmp_path):
     run(specs, use_cache=True)
     # WHEN one spec changes
     dev = next(p for p in specs if p.stem == "dev")
-    dev.write_text(dev.read_text().replace("eksClusterName: ", "eksClusterName: x", 1))
+    dev.write_text(variant(dev.read_text(), aws={"eksClusterName": "xresearch-dev"}))
     again = run(specs, use_cache=True)
     # THEN that cluster is rendered (with the change) and the others come from the cache
     assert again.cached == {c.spec.name for c in again.clusters} - {"dev"}
-    assert any("x" in t for t in again.rendered_texts["dev"].values())
+    assert any("xresearch-dev" in t for t in again.rendered_texts["dev"].values())
     assert again.rendered_texts == run(specs).rendered_texts
 
 
@@ -102,7 +103,7 @@ def test_an_unchanged_cluster_folder_is_not_rewritten(cache_root, tmp_path):
     inodes = {p.name: p.stat().st_ino for p in out.iterdir()}
     # WHEN one spec changes and synth runs again
     dev = next(p for p in specs if p.stem == "dev")
-    dev.write_text(dev.read_text().replace("eksClusterName: ", "eksClusterName: x", 1))
+    dev.write_text(variant(dev.read_text(), aws={"eksClusterName": "xresearch-dev"}))
     assert main(args) == 0
     # THEN only that cluster's folder was replaced (the writer swaps in a new folder)
     replaced = {name for name, ino in inodes.items() if (out / name).stat().st_ino != ino}
@@ -336,6 +337,6 @@ def test_a_hit_is_built_from_the_checked_spec_data_without_checking_it_again(cac
     assert second.clusters[0].spec == first.clusters[0].spec
     # AND an edit to the spec misses: that spec alone is checked again
     edited = cache_root.parent / "example.yaml"
-    edited.write_text(spec.read_text().replace("replicas: 4", "replicas: 3", 1))
+    edited.write_text(variant(spec.read_text(), nodeset={"replicas": 3}))  # 4 before
     run([edited], use_cache=True)
     assert checked == [edited]

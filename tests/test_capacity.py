@@ -14,7 +14,7 @@ from slurmgen.verify.consistency import check_placement
 from slurmgen.plan.nodesets import plan_cluster
 from slurmgen.spec.loader import parse_text
 from slurmgen.review.summary import summarize
-from tests.conftest import MINIMAL_SPEC
+from tests.spec_builder import spec_text
 
 CATALOG = load_catalog()
 L4_POOL = "compute/nodepool-training-l4.yaml"
@@ -127,9 +127,8 @@ def test_placement_group_id_or_name(value, selector):
 
 def test_single_zone_placement_group_renders(tmp_path):
     # GIVEN an EFA nodeset with a placement group id and one zone of its own
-    text = MINIMAL_SPEC.replace("{name: gpu, instanceType: g5.xlarge}",
-                                "{name: gpu, instanceType: p5.48xlarge, efa: true, zones: [us-west-2b], "
-                                "placementGroup: pg-0123456789abcdef0}")
+    text = spec_text(nodeset={"instanceType": "p5.48xlarge", "efa": True, "zones": ["us-west-2b"],
+                              "placementGroup": "pg-0123456789abcdef0"})
     spec = parse_text("t.yaml", text)
     # THEN the spec is valid and the plan keeps the group and the zone
     [ns] = spec.nodesets
@@ -172,15 +171,16 @@ def test_summary_lists_the_types_and_counts_nodes_of_either(rendered):
     assert "| `l4` **(new)** | - → backfill | - → g6.8xlarge, gr6.8xlarge | - → spot | - → 6 | - → 6 × L4 |" in text
 
 
-FSX = ("storage: {fsx: {enabled: true, sizeGiB: 1200, zone: us-west-2a, static: {fileSystemId: fs-0123456789abcdef0, "
-       "dnsName: fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com, mountName: abc}}}\n")
+FSX = {"fsx": {"enabled": True, "sizeGiB": 1200, "zone": "us-west-2a", "static": {
+    "fileSystemId": "fs-0123456789abcdef0", "dnsName": "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
+    "mountName": "abc"}}}
 
 
 @pytest.mark.parametrize("compute_zones, own_zones, fsx, expected", [
-    ("[us-west-2a, us-west-2b]", None, False, ("us-west-2a", "us-west-2b")),
-    ("[us-west-2a, us-west-2b]", None, True, ("us-west-2a",)),                     # FSx pins compute.zones
-    ("[us-west-2b]", "[us-west-2a, us-west-2c]", True, ("us-west-2a", "us-west-2c")),  # own zones are kept
-    ("[]", None, False, ()),
+    (["us-west-2a", "us-west-2b"], None, False, ("us-west-2a", "us-west-2b")),
+    (["us-west-2a", "us-west-2b"], None, True, ("us-west-2a",)),                         # FSx pins compute.zones
+    (["us-west-2b"], ["us-west-2a", "us-west-2c"], True, ("us-west-2a", "us-west-2c")),  # own zones are kept
+    ([], None, False, ()),
 ])
 def test_the_zone_rule_and_the_node_pool_resolve_the_same_zones(compute_zones, own_zones, fsx, expected):
     # GIVEN a spec with compute zones, maybe nodeset zones of its own, maybe FSx
@@ -189,9 +189,8 @@ def test_the_zone_rule_and_the_node_pool_resolve_the_same_zones(compute_zones, o
     from charts.compute import plan_zones
     from slurmgen.spec._checks import nodeset_zones
     from slurmgen.spec._schema import with_defaults
-    own = f", zones: {own_zones}" if own_zones else ""
-    text = MINIMAL_SPEC.replace("{name: gpu, instanceType: g5.xlarge}", f"{{name: gpu, instanceType: g5.xlarge{own}}}")
-    text += f"compute: {{zones: {compute_zones}}}\n" + (FSX if fsx else "")
+    text = spec_text(nodeset={"zones": own_zones} if own_zones else None, compute={"zones": compute_zones},
+                     **({"storage": FSX} if fsx else {}))
     spec = parse_text("t.yaml", text)
     raw = with_defaults(yaml.safe_load(text))
     # WHEN the placement-group rule and the NodePool each resolve the nodeset's zones

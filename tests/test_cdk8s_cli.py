@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import MINIMAL_SPEC, REPO, running_venv
+from .spec_builder import variant
 
 CLI = REPO / "node_modules" / ".bin" / "cdk8s"
 SPEC = MINIMAL_SPEC + "versions: {slurmImageTag: 26.05.1-ubuntu26.04}\n"
@@ -60,9 +61,9 @@ def test_cdk8s_synth_renders_dist_quietly(fork):
 
 
 @pytest.mark.parametrize(("change", "says"), [
-    pytest.param(("schemaVersion: 1\n", "schemaVersion: 1\nnodeSets: []\n"), "t.yaml:", id="typo"),
-    pytest.param(("schemaVersion: 1\n", "schemaVersion: 1\ncontroller: {persistence: {size: 2Gi}}\n"),
-                 "pass --allow-destroy t:Controller/slurm", id="unapproved-destroy"),
+    pytest.param({"nodeSets": []}, "t.yaml:", id="typo"),
+    pytest.param({"controller": {"persistence": {"size": "2Gi"}}}, "pass --allow-destroy t:Controller/slurm",
+                 id="unapproved-destroy"),
 ])
 def test_a_refused_cdk8s_synth_leaves_dist_byte_identical(fork, change, says):
     # GIVEN a rendered fork, and a file of the team's own beside the cluster folders
@@ -71,7 +72,7 @@ def test_a_refused_cdk8s_synth_leaves_dist_byte_identical(fork, change, says):
     before = _tree(fork / "dist")
     # WHEN a spec with a typo, or with a change that would destroy data, goes through `cdk8s synth`
     spec = fork / "clusters" / "t.yaml"
-    spec.write_text(spec.read_text().replace(*change))
+    spec.write_text(variant(spec.read_text(), **change))
     done = cdk8s_synth(fork)
     # THEN it fails, our one line first (then the CLI's own report), no Python traceback,
     assert done.returncode != 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from slurmgen.spec import SpecError, loader, parse_text
 from slurmgen.spec import _checks, _schema
@@ -12,6 +13,7 @@ from slurmgen.spec._yaml import decode, load_yaml
 
 from .conftest import EXAMPLES, MINIMAL_SPEC
 from .conftest import SPECS as SPEC_DIR
+from .spec_builder import spec_data, spec_text
 
 BAD = sorted((Path(__file__).parent / "cases" / "bad").glob("*.yaml"))
 
@@ -61,8 +63,7 @@ def test_a_rule_needs_nothing_beyond_its_declared_sections(rule):
 
 def test_a_schema_error_skips_only_the_rules_reading_that_section():
     # GIVEN a schema error in nodesets and a login problem the schema cannot see
-    text = MINIMAL_SPEC.replace("instanceType: g5.xlarge}", "instanceType: g5.xlarge, replicas: two}")
-    text += "login: {service: {sourceRanges: [0.0.0.0/0]}}\n"
+    text = spec_text(nodeset={"replicas": "two"}, login={"service": {"sourceRanges": ["0.0.0.0/0"]}})
     # WHEN it is loaded
     with pytest.raises(SpecError) as err:
         parse_text("c.yaml", text)
@@ -81,7 +82,7 @@ def test_a_rule_from_another_layer_runs_only_on_a_schema_valid_spec():
     rules = (*loader.rules_for(), rule)
     # WHEN a spec with a schema error anywhere is loaded, then a valid one
     with pytest.raises(SpecError):
-        loader._load(Path("c.yaml"), MINIMAL_SPEC.replace("name: t", "name: T"), rules)
+        loader._load(Path("c.yaml"), spec_text(name="T"), rules)
     loader._load(Path("c.yaml"), MINIMAL_SPEC, rules)
     # THEN it ran once, on the valid spec
     assert calls == [1]
@@ -89,7 +90,9 @@ def test_a_rule_from_another_layer_runs_only_on_a_schema_valid_spec():
 
 def test_failed_sections_name_the_top_level_keys_with_errors():
     # GIVEN a spec with a wrong type under compute and a missing required section
-    data = load_yaml(MINIMAL_SPEC.replace("nodesets:", "nodeset:", 1) + "compute: {zones: 5}\n")
+    raw = spec_data(compute={"zones": 5})
+    raw["nodeset"] = raw.pop("nodesets")
+    data = load_yaml(yaml.safe_dump(raw, sort_keys=False))
     # WHEN the failed sections are computed
     # THEN compute and the missing nodesets are named; the unknown 'nodeset' key is read by no rule
     assert _schema.failed_sections(data) == frozenset({"compute", "nodesets"})

@@ -116,15 +116,15 @@ def test_an_orphaned_cluster_folder_is_reported_with_advice_synth_cannot_follow(
 
 def test_error_lines_name_files_relative_to_the_current_directory(tmp_path, monkeypatch, capsys):
     """Issue 21 item 7: specs found in clusters/ are absolute paths; the lines read `clusters/dev.yaml: ...`."""
-    from tests.conftest import MINIMAL_SPEC
+    from tests.spec_builder import spec_text
     # GIVEN a bad spec under the current directory, named by its absolute path (as clusters/ specs are)
     (tmp_path / "clusters").mkdir()
     spec = tmp_path / "clusters" / "dev.yaml"
-    spec.write_text(MINIMAL_SPEC.replace("g5.xlarge", "g5.nope"))
+    spec.write_text(spec_text(nodeset={"instanceType": "g5.nope"}))
     monkeypatch.chdir(tmp_path)
     # WHEN it is rendered THEN the line names it relative to here
     assert main(["--spec", str(spec), "--out", str(tmp_path / "dist")]) == 2
-    assert capsys.readouterr().err.startswith("clusters/dev.yaml:5: nodesets[gpu].instanceType: unknown instance type")
+    assert capsys.readouterr().err.startswith("clusters/dev.yaml:10: nodesets[gpu].instanceType: unknown instance type")
     # AND from elsewhere, the path stays absolute
     monkeypatch.chdir(tmp_path / "clusters")
     assert cli.shown(f"{spec}: x", cwd=str(tmp_path / "dist")) == f"{spec}: x"

@@ -5,14 +5,11 @@ from __future__ import annotations
 from slurmgen.cli import main
 from slurmgen.write.output import read_tree
 from slurmgen.run.pipeline import run
-from tests.conftest import MINIMAL_SPEC
+from tests.spec_builder import nodeset_named, spec_text
 
 
 def _spec(tmp_path, cluster: str, nodeset: str, server: str | None = None):
-    text = MINIMAL_SPEC.replace("name: t", f"name: {cluster}").replace("gpu", nodeset)
-    if server:
-        text = text.replace('gitops: {repoURL: "https://github.com/o/r.git"}',
-                            f'gitops: {{repoURL: "https://github.com/o/r.git", destinationServer: "{server}"}}')
+    text = spec_text(name=cluster, gitops={"destinationServer": server} if server else {}, **nodeset_named(nodeset))
     path = tmp_path / f"{cluster}.yaml"
     path.write_text(text)
     return path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from slurmgen.synth.build import render
 from slurmgen.spec import parse_text
-from tests.conftest import MINIMAL_SPEC
+from tests.spec_builder import spec_text
 
 
 def obj(rendered, cluster, rel):
@@ -20,8 +20,8 @@ def test_limits_are_the_capacity_of_the_nodes_the_replicas_need(rendered):
 
 def test_one_slurmd_per_instance_holds_every_device_and_the_pool_stops_at_max_nodes():
     # GIVEN 2 replicas of g6e.48xlarge (8 GPUs, 4 EFA) with maxNodes 4
-    spec = parse_text("t.yaml", MINIMAL_SPEC.replace(
-        "instanceType: g5.xlarge}", "instanceType: g6e.48xlarge, efa: true, replicas: 2, maxNodes: 4}"))
+    spec = parse_text("t.yaml", spec_text(
+        nodeset={"instanceType": "g6e.48xlarge", "efa": True, "replicas": 2, "maxNodes": 4}))
     [cluster] = render([spec])
     pool = cluster.files["compute/nodepool-t-gpu.yaml"]["spec"]
     nodeset = cluster.files["slurm/nodeset-slurm-worker-gpu.yaml"]["spec"]
@@ -126,7 +126,7 @@ def test_shm_never_exceeds_half_the_pod_memory(rendered):
 
 
 def test_a_whole_node_keeps_its_cpu_layout_and_reserves_the_cores_beyond_the_request():
-    spec = parse_text("t.yaml", MINIMAL_SPEC.replace("instanceType: g5.xlarge}", "instanceType: p5.48xlarge}"))
+    spec = parse_text("t.yaml", spec_text(nodeset={"instanceType": "p5.48xlarge"}))
     [cluster] = render([spec])
     conf = cluster.files["slurm/nodeset-slurm-worker-gpu.yaml"]["spec"]["extraConf"].split(" ")
     assert not [c for c in conf if c.startswith("CPUs=")] and "CoreSpecCount=2" in conf and "Gres=gpu:h100:8" in conf

@@ -9,7 +9,7 @@ import pytest
 from charts.autoscaling import partitions_of
 from charts.policy import flat_file
 from slurmgen.spec import parse_text
-from tests.conftest import MINIMAL_SPEC
+from tests.spec_builder import spec_text
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -110,12 +110,11 @@ def test_slurm_conf_follows_the_policy(example):
     assert "PreemptType=preempt/partition_prio" not in conf
 
 
-@pytest.mark.parametrize("extra,idle", [("min: 2, max: 4", 0), ("min: 2, max: 4, idleToZero: false", None)])
-def test_idle_replica_count(extra, idle):
+@pytest.mark.parametrize("autoscale,idle", [({"min": 2, "max": 4}, 0), ({"min": 2, "max": 4, "idleToZero": False}, None)])
+def test_idle_replica_count(autoscale, idle):
     from charts.autoscaling import scaled_object_spec
 
-    text = MINIMAL_SPEC.replace("instanceType: g5.xlarge}", f"instanceType: g5.xlarge, autoscale: {{{extra}}}}}")
-    text += "autoscaling: {prometheusAddress: 'http://prom:9090'}\n"
+    text = spec_text(nodeset={"autoscale": autoscale}, autoscaling={"prometheusAddress": "http://prom:9090"})
     spec = parse_text("t.yaml", text)
     assert scaled_object_spec(spec, spec.nodesets[0]).get("idleReplicaCount") == idle
 
@@ -123,8 +122,7 @@ def test_idle_replica_count(extra, idle):
 def test_autoscaling_counts_own_partitions_when_there_are_some(rendered):
     spec = rendered["example"].spec
     assert partitions_of(spec, "spot") == ["backfill"]
-    shared_only = parse_text("t.yaml", MINIMAL_SPEC.replace(
-        "nodesets: [{name: gpu, instanceType: g5.xlarge}]",
-        "nodesets: [{name: gpu, instanceType: g5.xlarge}, {name: cpu, instanceType: m7i.xlarge}]").replace(
-        "partitions: [{name: gpu, nodesets: [gpu]}]", "partitions: [{name: all, nodesets: [gpu, cpu]}]"))
+    shared_only = parse_text("t.yaml", spec_text(
+        nodesets=[{"name": "gpu", "instanceType": "g5.xlarge"}, {"name": "cpu", "instanceType": "m7i.xlarge"}],
+        partitions=[{"name": "all", "nodesets": ["gpu", "cpu"]}]))
     assert partitions_of(shared_only, "gpu") == ["all"]

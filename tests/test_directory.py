@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -21,57 +22,15 @@ from charts.directory import COMMON_SESSION_PAM
 from slurmgen.run.pipeline import run
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC, assert_golden
+from tests.spec_builder import Whole, variant
 
 GOLDEN = Path(__file__).parent / "golden" / "directory"
 PASSWORD_PLACEHOLDER = "ldap_default_authtok = {{ .bindPassword }}"
 
-FSX = """storage:
-  fsx:
-    enabled: true
-    sizeGiB: 1200
-    zone: us-west-2a
-    static: {fileSystemId: fs-0123456789abcdef0, dnsName: fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com, mountName: abc}
-"""
-
-# External Secrets reads the bind password from Secrets Manager, so it needs its IAM role
-ROLE = 'aws: {region: us-west-2, eksClusterName: eks, identity: {roles: {externalSecrets: "arn:aws:iam::111122223333:role/secrets"}}}'
-
-LDAP = """schemaVersion: 1
-name: ldap
-""" + ROLE + """
-gitops: {repoURL: "https://github.com/o/r.git"}
-""" + FSX + """nodesets:
-  - {name: gpu, instanceType: g5.xlarge}
-  - {name: cpu, instanceType: m7i.2xlarge}
-partitions: [{name: gpu, nodesets: [gpu]}, {name: cpu, nodesets: [cpu], default: true}]
-directory:
-  kind: ldap
-  uris: [ldaps://ldap1.corp.example.com, "ldaps://ldap2.corp.example.com:636"]
-  searchBase: dc=corp,dc=example,dc=com
-  userSearchBase: ou=People,dc=corp,dc=example,dc=com
-  groupSearchBase: ou=Groups,dc=corp,dc=example,dc=com
-  bindDn: cn=sssd-reader,ou=Services,dc=corp,dc=example,dc=com
-  bindPassword: {secretsManager: {name: corp/ldap/reader, property: password}}
-  tls: {ca: {secret: {name: corp-ldap-ca, key: ca.crt}}}
-  access: {filter: "(memberOf=cn=hpc,ou=Groups,dc=corp,dc=example,dc=com)"}
-  extraSssdConf: {ldap_network_timeout: "3"}
-"""
-
-AD = MINIMAL_SPEC.replace("name: t", "name: ad").replace("aws: {region: us-west-2, eksClusterName: eks}", ROLE) + FSX + """login:
-  sshAuthorizedKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBreakGlassKeyForTestsOnly ops@example.com"]
-secrets:
-  awsSecretsManager: {prefix: ad/slurm}
-directory:
-  kind: ad
-  uris: [ldaps://corp.example.com]
-  searchBase: dc=corp,dc=example,dc=com
-  bindDn: cn=ReadOnlyUser,ou=Users,ou=CORP,dc=corp,dc=example,dc=com
-  bindPassword: {secretsManager: {name: "arn:aws:secretsmanager:us-west-2:111122223333:secret:ad-ro-AbCdEf"}}
-  tls: {ca: {configMap: {name: corp-ad-ca, key: ca.pem}}}
-  access: {allowedGroups: [hpc-users, hpc-admins]}
-  homes: {path: /fsx/users, createOnLogin: false}
-  ssh: {publicKeyAttribute: altSecurityIdentities, rootLogin: true}
-"""
+DATA = Path(__file__).parent / "data" / "directory"
+# Both clusters read the bind password from Secrets Manager, so External Secrets has an IAM role
+LDAP = (DATA / "ldap-two-nodesets.yaml").read_text()
+AD = (DATA / "ad.yaml").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -227,18 +186,19 @@ def test_the_shipped_prod_example_uses_active_directory(rendered):
     assert all(ns["spec"]["ssh"]["sssdConfRef"]["name"] == "slurm-sssd-conf" for ns in of_kind(files, "NodeSet"))
 
 
-def _spec_with(tls: str):
-    text = LDAP.replace("  tls: {ca: {secret: {name: corp-ldap-ca, key: ca.crt}}}\n", f"  tls: {tls}\n")
-    if "starttls" in tls or "none" in tls:
-        text = text.replace("ldaps://", "ldap://")
-    return parse_text("ldap.yaml", text)
+def _spec_with(tls: dict[str, Any]):
+    """The ldap cluster with directory.tls replaced; plain ldap:// URIs unless the server speaks TLS at once."""
+    uris = yaml.safe_load(LDAP)["directory"]["uris"]
+    if tls.get("mode") in ("starttls", "none"):
+        uris = [uri.replace("ldaps://", "ldap://", 1) for uri in uris]
+    return parse_text("ldap.yaml", variant(LDAP, directory={"tls": Whole(tls), "uris": uris}))
 
 
 def test_starttls_upgrades_plain_ldap_and_still_verifies():
     from charts.directory import sssd_conf_template
 
     # GIVEN ldap:// URIs with tls.mode starttls WHEN sssd.conf is rendered
-    text = sssd_conf_template(_spec_with("{mode: starttls, ca: {secret: {name: corp-ldap-ca, key: ca.crt}}}").directory)
+    text = sssd_conf_template(_spec_with({"mode": "starttls", "ca": {"secret": {"name": "corp-ldap-ca", "key": "ca.crt"}}}).directory)
     # THEN sssd upgrades the connection and verifies the certificate
     assert "ldap_id_use_start_tls = true\nldap_tls_reqcert = demand\n" in text
 
@@ -248,7 +208,7 @@ def test_the_explicit_opt_out_is_visible_in_sssd_conf():
 
     # GIVEN tls.mode none (the explicit opt-out) WHEN rendered THEN no TLS setting remains, and sssd is
     # told to take no passwords over the clear channel (it would refuse them anyway: ldap_auth.c)
-    text = sssd_conf_template(_spec_with("{mode: none}").directory)
+    text = sssd_conf_template(_spec_with({"mode": "none"}).directory)
     assert "auth_provider = none\n" in text
     assert "ldap_tls_" not in text and "ldap_id_use_start_tls = false\n" in text
 
@@ -256,5 +216,5 @@ def test_the_explicit_opt_out_is_visible_in_sssd_conf():
 def test_verification_can_be_turned_off_only_explicitly():
     from charts.directory import sssd_conf_template
 
-    text = sssd_conf_template(_spec_with("{verify: false}").directory)
+    text = sssd_conf_template(_spec_with({"verify": False}).directory)
     assert "ldap_tls_reqcert = never\n" in text and "ldap_tls_cacert" not in text

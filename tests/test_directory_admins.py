@@ -16,20 +16,18 @@ import pytest
 from charts import policy
 from slurmgen.run.pipeline import run
 from slurmgen.spec import parse_text
+from tests.spec_builder import variant
 from tests.test_directory import LDAP
 
-POLICY = """accounting: {enabled: true}
-policy:
-  qos: [{name: normal, priority: 1}]
-  accounts: [{name: research, fairshare: 1}]
-  users:
-    - {name: alice, defaultAccount: research}
-    - {name: bob, defaultAccount: research, adminLevel: Operator}
-    - {name: carol, defaultAccount: research}
-    - {name: dave, defaultAccount: research}
-"""
-GROUPS = "  adminGroups: {administrators: [HPC-Admins], operators: [hpc-ops]}\n"
-ADMINS = LDAP.replace("  tls:", GROUPS + "  tls:", 1) + POLICY
+POLICY = {"accounting": {"enabled": True}, "policy": {
+    "qos": [{"name": "normal", "priority": 1}],
+    "accounts": [{"name": "research", "fairshare": 1}],
+    "users": [{"name": "alice", "defaultAccount": "research"},
+              {"name": "bob", "defaultAccount": "research", "adminLevel": "Operator"},
+              {"name": "carol", "defaultAccount": "research"},
+              {"name": "dave", "defaultAccount": "research"}]}}
+GROUPS = {"administrators": ["HPC-Admins"], "operators": ["hpc-ops"]}
+ADMINS = variant(LDAP, directory={"adminGroups": GROUPS}, **POLICY)
 
 
 def _job(files):
@@ -40,7 +38,7 @@ def _job(files):
 def rendered(tmp_path_factory):
     folder = tmp_path_factory.mktemp("admins")
     (folder / "ldap.yaml").write_text(ADMINS)
-    (folder / "plain.yaml").write_text(LDAP.replace("name: ldap\n", "name: plain\n") + POLICY)
+    (folder / "plain.yaml").write_text(variant(LDAP, name="plain", **POLICY))
     return {c.spec.name: c.files for c in run([folder / "ldap.yaml", folder / "plain.yaml"]).clusters}
 
 
@@ -116,4 +114,4 @@ def test_members_are_raised_leavers_lowered_and_an_unreadable_user_left_alone(tm
 
 def test_no_admin_groups_no_block():
     # GIVEN a directory without adminGroups THEN the script has no admin step
-    assert "sssd -D" not in policy.load_script(parse_text("ldap.yaml", LDAP + POLICY))
+    assert "sssd -D" not in policy.load_script(parse_text("ldap.yaml", variant(LDAP, **POLICY)))

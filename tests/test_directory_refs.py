@@ -16,14 +16,14 @@ from slurmgen.plan import identity
 from slurmgen.cli import main
 from slurmgen.run.pipeline import run
 from slurmgen.spec import parse_text
-from tests.test_directory import GOLDEN, LDAP, ROLE, of_kind, sssd_conf
+from tests.spec_builder import DROP, Whole, variant
+from tests.test_directory import GOLDEN, LDAP, of_kind, sssd_conf
 
-NO_ROLE = "aws: {region: us-west-2, eksClusterName: eks}"
-SM_REF = "  bindPassword: {secretsManager: {name: corp/ldap/reader, property: password}}\n"
-KREF = (LDAP.replace("name: ldap\n", "name: kref\n").replace(ROLE, NO_ROLE)
-        .replace(SM_REF, "  bindPassword: {secret: {name: corp-ldap-bind, key: password}}\n"))
-PRE = (LDAP.replace("name: ldap\n", "name: pre\n").replace(ROLE, NO_ROLE).replace(SM_REF, "")
-       + "secrets: {mode: precreated}\nlogin: {sssdConfSecret: {name: site-sssd, key: sssd.conf}}\n")
+SM_REF = {"secretsManager": {"name": "corp/ldap/reader", "property": "password"}}  # ldap's own bindPassword
+KREF = variant(LDAP, name="kref", aws={"identity": DROP},
+               directory={"bindPassword": Whole(secret={"name": "corp-ldap-bind", "key": "password"})})
+PRE = variant(LDAP, name="pre", aws={"identity": DROP}, directory={"bindPassword": DROP},
+              secrets={"mode": "precreated"}, login={"sssdConfSecret": {"name": "site-sssd", "key": "sssd.conf"}})
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +138,7 @@ def test_precreated_mode_refuses_a_bind_password_reference():
     from slurmgen.spec import SpecError
 
     with pytest.raises(SpecError) as err:
-        parse_text("pre.yaml", PRE.replace("  tls:", SM_REF + "  tls:", 1))
+        parse_text("pre.yaml", variant(PRE, directory={"bindPassword": SM_REF}))
     assert "directory.bindPassword: unused with secrets.mode: precreated" in str(err.value)
 
 

@@ -9,7 +9,7 @@ import pytest
 from slurmgen.spec import parse_text
 from slurmgen.spec.errors import SpecError, name_keyed
 
-from .conftest import MINIMAL_SPEC
+from .spec_builder import spec_text
 
 SPEC = {
     "nodesets": [{"name": "cpu"}, {"name": "gpu"}, {"name": "gpu"}, {"replicas": 1}, {"name": 7}, {"name": "12"},
@@ -49,30 +49,42 @@ def test_rules_yielding_index_paths_are_shown_name_keyed():
     def rule(spec):
         yield "nodesets[1].instanceType", "not offered"
 
-    text = MINIMAL_SPEC.replace("nodesets: [{name: gpu, instanceType: g5.xlarge}]",
-                                "nodesets: [{name: gpu, instanceType: g5.xlarge}, {name: big, instanceType: g5.2xlarge}]")
-    text = text.replace("nodesets: [gpu]", "nodesets: [gpu, big]")
+    text = spec_text(nodesets=[{"name": "gpu", "instanceType": "g5.xlarge"}, {"name": "big", "instanceType": "g5.2xlarge"}],
+                     partitions=[{"name": "gpu", "nodesets": ["gpu", "big"]}])
     # WHEN the spec is loaded with that rule beside the spec layer's own
     with pytest.raises(SpecError) as err:
         loader._load(Path("c.yaml"), text, (*loader.rules_for(), rule))
     # THEN the formatter shows the item by its name
-    assert [str(p) for p in err.value.problems] == ["c.yaml:5: nodesets[big].instanceType: not offered"]
+    assert [str(p) for p in err.value.problems] == ["c.yaml:12: nodesets[big].instanceType: not offered"]
 
 
 def test_schema_errors_use_the_names_of_the_raw_spec():
     # GIVEN a nodeset whose replicas has the wrong type
-    text = MINIMAL_SPEC.replace("{name: gpu, instanceType: g5.xlarge}", "{name: gpu, instanceType: g5.xlarge, replicas: two}")
+    text = spec_text(nodeset={"replicas": "two"})
     # WHEN it is loaded
     with pytest.raises(SpecError) as err:
         parse_text("c.yaml", text)
     # THEN the line names the nodeset
-    assert [str(p) for p in err.value.problems] == ["c.yaml:5: nodesets[gpu].replicas: expected an integer, got string 'two'"]
+    assert [str(p) for p in err.value.problems] == ["c.yaml:11: nodesets[gpu].replicas: expected an integer, got string 'two'"]
 
 
 def test_each_problem_names_the_line_that_writes_its_field(tmp_path):
     """Issue 21 item 3: error lines read `FILE:LINE: path: message` where the file writes the field."""
-    text = MINIMAL_SPEC.replace("{name: gpu, instanceType: g5.xlarge}", "{name: gpu, instanceType: g5.nope}")
-    text += "metrics:\n  serviceMonitor:\n    labels: {app.kubernetes.io/name: 7}\nstorage:\n  fsx:\n    enabled: true\n"
+    # GIVEN this text (the test is about its line numbers, so it is written out)
+    text = """\
+schemaVersion: 1
+name: t
+aws: {region: us-west-2, eksClusterName: eks}
+gitops: {repoURL: "https://github.com/o/r.git"}
+nodesets: [{name: gpu, instanceType: g5.nope}]
+partitions: [{name: gpu, nodesets: [gpu]}]
+metrics:
+  serviceMonitor:
+    labels: {app.kubernetes.io/name: 7}
+storage:
+  fsx:
+    enabled: true
+"""
     # WHEN a spec with a wrong field, a label key holding dots and a missing key is loaded
     with pytest.raises(SpecError) as err:
         parse_text("c.yaml", text)
@@ -88,8 +100,15 @@ def test_a_field_from_an_extended_file_gets_no_line_of_the_spec(tmp_path):
     # GIVEN a spec whose aws section comes from the file it extends, and a nodeset of its own
     (tmp_path / "_base.yaml").write_text("aws: {region: us-west-2, eksClusterName: eks}\nstorage: {fsx: {enabled: true}}\n")
     spec = tmp_path / "c.yaml"
-    spec.write_text("extends: _base.yaml\n" + MINIMAL_SPEC.replace("aws: {region: us-west-2, eksClusterName: eks}\n", "")
-                    .replace("g5.xlarge", "g5.nope") + "storage: {fsx: {mountPath: /fsx}}\n")
+    spec.write_text("""\
+extends: _base.yaml
+schemaVersion: 1
+name: t
+gitops: {repoURL: "https://github.com/o/r.git"}
+nodesets: [{name: gpu, instanceType: g5.nope}]
+partitions: [{name: gpu, nodesets: [gpu]}]
+storage: {fsx: {mountPath: /fsx}}
+""")
     from slurmgen.spec import load_spec
     with pytest.raises(SpecError) as err:
         load_spec(spec)

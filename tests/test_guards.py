@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from slurmgen.cli import main
 from slurmgen.verify.guards import destructive_changes
 from slurmgen.write.output import read_tree
 from tests.conftest import SPECS
+from tests.spec_builder import variant
 
 EXAMPLE = SPECS / "example.yaml"
 
@@ -23,17 +25,16 @@ def rendered_example(tmp_path):
     return out
 
 
-def edited(tmp_path, old: str, new: str):
+def edited(tmp_path, **changes: Any):
+    """The example spec with `changes` merged in (tests/spec_builder.variant), written beside the test."""
     spec = tmp_path / "example.yaml"
-    text = EXAMPLE.read_text()
-    assert old in text
-    spec.write_text(text.replace(old, new))
+    spec.write_text(variant(EXAMPLE.read_text(), **changes))
     return spec
 
 
 def test_removing_fsx_is_refused_until_allowed(tmp_path, rendered_example, capsys):
     # GIVEN a spec that drops FSx (its PV and PVC would be pruned)
-    spec = edited(tmp_path, "    enabled: true\n    mode: static", "    enabled: false\n    mode: static")
+    spec = edited(tmp_path, storage={"fsx": {"enabled": False}})
     before = read_tree(rendered_example)
     # WHEN synthesized without approval
     assert main(["--spec", str(spec), "--out", str(rendered_example)]) == 2
@@ -50,7 +51,7 @@ def test_removing_fsx_is_refused_until_allowed(tmp_path, rendered_example, capsy
 
 
 def test_changing_an_immutable_controller_field_is_refused(tmp_path, rendered_example, capsys):
-    spec = edited(tmp_path, "clusterName: slurm-on-eks", "clusterName: renamed")
+    spec = edited(tmp_path, slurm={"clusterName": "renamed"})
     assert main(["--spec", str(spec), "--out", str(rendered_example)]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line == ("example: refusing to change spec.clusterName of Controller slurm/slurm ('slurm-on-eks' -> 'renamed'): "
@@ -60,7 +61,7 @@ def test_changing_an_immutable_controller_field_is_refused(tmp_path, rendered_ex
 
 
 def test_harmless_changes_pass(tmp_path, rendered_example):
-    spec = edited(tmp_path, "    replicas: 4\n", "    replicas: 6\n")
+    spec = edited(tmp_path, nodeset={"replicas": 6})  # slinky, 4 before
     assert main(["--spec", str(spec), "--out", str(rendered_example)]) == 0
 
 
@@ -133,7 +134,7 @@ def test_any_change_of_the_controller_volume_is_refused():
 
 
 def test_shrinking_the_example_fsx_is_refused_on_the_command_line(tmp_path, rendered_example, capsys):
-    spec = edited(tmp_path, "sizeGiB: 2400", "sizeGiB: 1200")
+    spec = edited(tmp_path, storage={"fsx": {"sizeGiB": 1200}})  # 2400 before
     before = read_tree(rendered_example)
     assert main(["--spec", str(spec), "--out", str(rendered_example)]) == 2
     err = capsys.readouterr().err

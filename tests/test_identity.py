@@ -19,15 +19,12 @@ from slurmgen.cli import main
 from slurmgen.plan.identity import ESO_CONTROLLER_SA, FSX_CONTROLLER_SA, ROLE_ANNOTATION, SECRETS_READER_SA, grants
 from slurmgen.spec import parse_text
 from slurmgen.spec.arn import partition, role_problems
+from tests import spec_builder
 from tests.conftest import CHARTS, EXAMPLES, MINIMAL_SPEC, SHARED, need_shared
 from tests.scheduling import helm_values
 
 FSX_ROLE = "arn:aws:iam::111122223333:role/fsx-controller"
 ESO_ROLE = "arn:aws:iam::111122223333:role/secrets-reader"
-DYNAMIC_FSX = """\
-storage: {fsx: {enabled: true, mode: dynamic, sizeGiB: 2400, zone: us-west-2a, deploymentType: DEPLOYMENT,
-  dynamic: {subnetId: subnet-0123456789abcdef0, securityGroupIds: [sg-0123456789abcdef0]BACKUP}}}
-"""
 
 
 def spec_text(mode: str = "podIdentity", *, fsx: bool = True, sm: bool = True, driver: str = "helm") -> str:
@@ -36,19 +33,20 @@ def spec_text(mode: str = "podIdentity", *, fsx: bool = True, sm: bool = True, d
         roles["fsxCsiController"] = FSX_ROLE
     if sm:
         roles["externalSecrets"] = ESO_ROLE
-    aws = {"region": "us-west-2", "accountId": "111122223333", "eksClusterName": "eks",
-           "identity": {"mode": mode, "roles": roles}}
-    text = MINIMAL_SPEC.replace("aws: {region: us-west-2, eksClusterName: eks}", f"aws: {json.dumps(aws)}")
+    top: dict[str, Any] = {"aws": {"accountId": "111122223333", "identity": {"mode": mode, "roles": roles}}}
     if fsx:
-        text += dynamic_fsx("PERSISTENT_2").replace("mode: dynamic,", f"mode: dynamic, csiDriver: {driver},")
-        text = text.replace("dynamic: {", "dynamic: {perUnitStorageThroughput: 250, ")
+        top["storage"] = dynamic_fsx("PERSISTENT_2", perUnitStorageThroughput=250)
+        top["storage"]["fsx"]["csiDriver"] = driver
     if sm:
-        text += "secrets: {awsSecretsManager: {prefix: t/slurm}}\n"
-    return text
+        top["secrets"] = {"awsSecretsManager": {"prefix": "t/slurm"}}
+    return spec_builder.spec_text(**top)
 
 
-def dynamic_fsx(deployment: str, backup: str = "") -> str:
-    return DYNAMIC_FSX.replace("DEPLOYMENT", deployment).replace("BACKUP", backup)
+def dynamic_fsx(deployment: str, **dynamic: Any) -> dict[str, Any]:
+    """The storage section of a dynamic FSx file system of `deployment`, `dynamic` added to its dynamic keys."""
+    return {"fsx": {"enabled": True, "mode": "dynamic", "sizeGiB": 2400, "zone": "us-west-2a",
+                    "deploymentType": deployment, "dynamic": {
+                        "subnetId": "subnet-0123456789abcdef0", "securityGroupIds": ["sg-0123456789abcdef0"], **dynamic}}}
 
 
 def render_text(text: str):
@@ -205,10 +203,11 @@ def storage_class(text: str) -> dict[str, str]:
     return cluster.files["storage/storageclass-t-fsx.yaml"]["parameters"]
 
 
-def with_fsx(deployment: str, backup: str = "") -> str:
-    text = MINIMAL_SPEC.replace("eksClusterName: eks}", f"eksClusterName: eks, identity: {{roles: {{fsxCsiController: '{FSX_ROLE}'}}}}}}")
-    throughput = ", perUnitStorageThroughput: 250" if deployment == "PERSISTENT_2" else ""
-    return text + dynamic_fsx(deployment, throughput + backup)
+def with_fsx(deployment: str, **dynamic: Any) -> str:
+    if deployment == "PERSISTENT_2":
+        dynamic = {"perUnitStorageThroughput": 250, **dynamic}
+    return spec_builder.spec_text(aws={"identity": {"roles": {"fsxCsiController": FSX_ROLE}}},
+                                  storage=dynamic_fsx(deployment, **dynamic))
 
 
 def test_persistent_file_systems_are_backed_up_daily_for_a_week_by_default():
@@ -219,7 +218,7 @@ def test_persistent_file_systems_are_backed_up_daily_for_a_week_by_default():
 
 
 def test_backups_can_be_turned_off_explicitly_and_then_render_as_before():
-    params = storage_class(with_fsx("PERSISTENT_2", ", automaticBackupRetentionDays: 0"))
+    params = storage_class(with_fsx("PERSISTENT_2", automaticBackupRetentionDays=0))
     assert params["automaticBackupRetentionDays"] == "0"
     assert "dailyAutomaticBackupStartTime" not in params and "copyTagsToBackups" not in params
 
@@ -254,10 +253,9 @@ KEDA_ROLE = "arn:aws:iam::111122223333:role/keda-amp"
 
 
 def autoscaled(address: str, mode: str = "irsa", role: bool = True) -> str:
-    text = MINIMAL_SPEC.replace("instanceType: g5.xlarge}", "instanceType: g5.xlarge, autoscale: {min: 0, max: 4}}")
-    if role:
-        text = text.replace("eksClusterName: eks}", f"eksClusterName: eks, identity: {{mode: {mode}, roles: {{keda: '{KEDA_ROLE}'}}}}}}")
-    return text + f"autoscaling: {{prometheusAddress: '{address}'}}\n"
+    aws = {"identity": {"mode": mode, "roles": {"keda": KEDA_ROLE}}} if role else {}
+    return spec_builder.spec_text(nodeset={"autoscale": {"min": 0, "max": 4}}, aws=aws,
+                                  autoscaling={"prometheusAddress": address})
 
 
 def test_amp_queries_are_signed_as_the_keda_operator():

@@ -9,6 +9,7 @@ from slurmgen.synth.build import render
 from slurmgen.spec import SpecError, parse_text
 from slurmgen.review.summary import summarize
 from tests.conftest import MINIMAL_SPEC
+from tests.spec_builder import spec_text
 
 DIGEST = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32
@@ -34,9 +35,8 @@ def test_floating_slurm_image_tag_is_refused_with_the_patch_tag_to_write():
 
 
 def test_floating_tag_in_a_per_component_or_nodeset_image_is_refused():
-    text = MINIMAL_SPEC.replace("instanceType: g5.xlarge}",
-                                "instanceType: g5.xlarge, image: 'ghcr.io/slinkyproject/slurmd:26.05-ubuntu24.04'}")
-    text += "images: {overrides: {login: 'ghcr.io/slinkyproject/login:25.11-rockylinux9'}}\n"
+    text = spec_text(nodeset={"image": "ghcr.io/slinkyproject/slurmd:26.05-ubuntu24.04"},
+                     images={"overrides": {"login": "ghcr.io/slinkyproject/login:25.11-rockylinux9"}})
     lines = problems(text)
     assert any("nodesets[gpu].image" in line and "26.05.1-ubuntu24.04" in line for line in lines), lines
     assert any("images.overrides.login" in line and "25.11.6-rockylinux9" in line for line in lines), lines

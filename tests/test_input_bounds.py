@@ -60,9 +60,14 @@ def test_a_file_over_the_size_cap_is_refused(tmp_path, capsys):
 
 def test_an_alias_used_a_few_times_is_still_fine():
     # GIVEN a spec that shares one small mapping through an anchor (legitimate YAML)
-    text = GOOD.replace("nodesets: [{name: gpu, instanceType: g5.xlarge}]",
-                        "nodesets: [{name: gpu, instanceType: g5.xlarge, zones: &z [us-west-2a]}]\n"
-                        "compute: {zones: *z}")
+    text = """schemaVersion: 1
+name: t
+aws: {region: us-west-2, eksClusterName: eks}
+gitops: {repoURL: "https://github.com/o/r.git"}
+nodesets: [{name: gpu, instanceType: g5.xlarge, zones: &z [us-west-2a]}]
+compute: {zones: *z}
+partitions: [{name: gpu, nodesets: [gpu]}]
+"""
     # WHEN it is loaded THEN it loads
     assert parse_text("s.yaml", text).nodesets[0].zones == ("us-west-2a",)
 

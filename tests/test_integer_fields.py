@@ -10,6 +10,7 @@ import pytest
 from slurmgen.spec import SpecError, parse_text
 from slurmgen.spec import _schema
 from tests.conftest import MINIMAL_SPEC
+from tests.spec_builder import spec_text
 
 
 def integer_nodes(node: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -50,7 +51,7 @@ def load_problems(text: str) -> list[str]:
 
 def test_float_replicas_is_one_clear_line_naming_the_field_and_the_fix():
     # GIVEN a nodeset with `replicas: 4.0`
-    text = MINIMAL_SPEC.replace("instanceType: g5.xlarge}", "instanceType: g5.xlarge, replicas: 4.0}")
+    text = spec_text(nodeset={"replicas": 4.0})
     # THEN the spec is refused with one line naming the field and what to write instead
     [line] = load_problems(text)
     assert "t.yaml" in line and "nodesets[gpu].replicas" in line and "write 4" in line, line
@@ -64,5 +65,5 @@ def test_float_in_another_section_is_refused_too():
 
 
 def test_integer_replicas_still_load():
-    spec = parse_text("t.yaml", MINIMAL_SPEC.replace("instanceType: g5.xlarge}", "instanceType: g5.xlarge, replicas: 4}"))
+    spec = parse_text("t.yaml", spec_text(nodeset={"replicas": 4}))
     assert spec.nodesets[0].replicas == 4 and isinstance(spec.nodesets[0].replicas, int)

@@ -7,26 +7,27 @@ one `gpu` GRES per /dev/neuron<N> with the sysfs device name as its type.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from slurmgen.synth.build import render
 from slurmgen.spec import SpecError, parse_text
 from slurmgen.review.explain import explain
+from tests.spec_builder import spec_text
 
-NEURON_ONLY = """\
-schemaVersion: 1
-name: t
-aws: {region: us-east-1, eksClusterName: eks}
-gitops: {repoURL: "https://github.com/o/r.git"}
-nodesets: [{name: trn2, instanceType: trn2.48xlarge}]
-partitions: [{name: neuron, nodesets: [trn2]}]
-"""
+TRN2 = {"name": "trn2", "instanceType": "trn2.48xlarge"}
+NEURON = {"name": "neuron", "nodesets": ["trn2"]}
 
-MIXED = NEURON_ONLY.replace(
-    "nodesets: [{name: trn2, instanceType: trn2.48xlarge}]",
-    "nodesets: [{name: trn2, instanceType: trn2.48xlarge}, {name: gpu, instanceType: g5.xlarge}]",
-).replace("partitions: [{name: neuron, nodesets: [trn2]}]",
-          "partitions: [{name: neuron, nodesets: [trn2]}, {name: gpu, nodesets: [gpu]}]")
+
+def neuron_spec(*, nodeset: dict[str, Any] | None = None, **top: Any) -> str:
+    """The minimal spec in us-east-1 with one trn2 nodeset in partition `neuron`; `top` replaces sections."""
+    return spec_text(nodeset=nodeset, **{"aws": {"region": "us-east-1"}, "nodesets": [TRN2], "partitions": [NEURON], **top})
+
+
+NEURON_ONLY = neuron_spec()
+MIXED = neuron_spec(nodesets=[TRN2, {"name": "gpu", "instanceType": "g5.xlarge"}],
+                    partitions=[NEURON, {"name": "gpu", "nodesets": ["gpu"]}])
 
 
 def files(text: str) -> dict:
@@ -66,7 +67,7 @@ def test_a_neuron_only_cluster_gets_a_gres_conf_too():
 def test_scaling_a_neuron_nodeset_leaves_gres_conf_unchanged():
     # gres.conf is hashed into the Controller pod: a replica change must not restart slurmctld
     small = files(NEURON_ONLY)
-    large = files(NEURON_ONLY.replace("instanceType: trn2.48xlarge}", "instanceType: trn2.48xlarge, replicas: 40}"))
+    large = files(neuron_spec(nodeset={"replicas": 40}))
     key = "slurm/configmap-slurm-gres-conf.yaml"
     assert small[key] == large[key]
 
@@ -74,6 +75,6 @@ def test_scaling_a_neuron_nodeset_leaves_gres_conf_unchanged():
 def test_splitting_a_neuron_node_between_pods_is_refused():
     # sysfs lists every device of the node, not the pod's share: Slurm would bind devices the pod lacks
     with pytest.raises(SpecError) as err:
-        parse_text("t.yaml", NEURON_ONLY.replace("instanceType: trn2.48xlarge}", "instanceType: trn2.48xlarge, gpusPerPod: 8}"))
+        parse_text("t.yaml", neuron_spec(nodeset={"gpusPerPod": 8}))
     [line] = [str(p) for p in err.value.problems]
     assert "gpusPerPod" in line and "would split it" in line and "omit gpusPerPod" in line, line

@@ -22,13 +22,14 @@ from slurmgen import cli
 from slurmgen.write import output
 from slurmgen.cli import main
 from slurmgen.write.output import MARKER, read_tree
-from tests.conftest import MINIMAL_SPEC, REPO
+from tests.conftest import REPO
+from tests.spec_builder import nodeset_named, spec_text
 
 
 def spec(tmp_path: Path, name: str = "t", nodeset: str = "gpu") -> Path:
     path = tmp_path / "specs" / f"{name}.yaml"
     path.parent.mkdir(exist_ok=True)
-    path.write_text(MINIMAL_SPEC.replace("name: t", f"name: {name}").replace("gpu", nodeset))
+    path.write_text(spec_text(name=name, **nodeset_named(nodeset)))
     return path
 
 
@@ -67,7 +68,7 @@ def test_a_cluster_named_like_a_repo_folder_cannot_replace_it_with_out_dot(tmp_p
     repo = tmp_path / "repo"
     (repo / "clusters").mkdir(parents=True)
     spec_file = repo / "clusters" / "clusters.yaml"
-    spec_file.write_text(MINIMAL_SPEC.replace("name: t", "name: clusters"))
+    spec_file.write_text(spec_text(name="clusters"))
     monkeypatch.setattr(cli, "REPO", repo)
     monkeypatch.chdir(repo)
     before = snapshot(repo)

@@ -14,6 +14,7 @@ from pathlib import Path
 from slurmgen.run import parallel
 from slurmgen.run.pipeline import run
 from tests.conftest import EXAMPLES, REPO, SPECS
+from tests.spec_builder import variant
 
 
 def children(pid: int) -> list[int]:
@@ -178,8 +179,7 @@ def test_a_spec_error_with_workers_warming_up_is_the_plain_line_of_one_process(t
     from slurmgen.run.pipeline import InputError
 
     bad = tmp_path / "broken.yaml"
-    bad.write_text((SPECS / "example.yaml").read_text().replace("name: example", "name: broken", 1)
-                   + "notAField: 1\n")
+    bad.write_text(variant((SPECS / "example.yaml").read_text(), name="broken", notAField=1))
     # WHEN run alone and with two workers warming up
     lines = []
     for processes in (1, 3):

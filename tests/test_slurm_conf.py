@@ -11,6 +11,7 @@ import itertools
 import re
 
 import pytest
+import yaml
 
 from slurmgen.synth.build import render
 from slurmgen.catalog.catalog import load_catalog
@@ -19,6 +20,7 @@ from charts import slurm_cluster
 from slurmgen.kube.quantity import memory_mib
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
+from tests.spec_builder import spec_text
 
 CATALOG = load_catalog()
 
@@ -151,9 +153,11 @@ def test_removing_a_nodeset_and_its_partition_leaves_nothing_dangling():
     # GIVEN a cluster whose CR for `spot` still exists (Argo CD prunes it after applying the Controller)
     old_crs = list(_nodesets(_render(FOUR_KINDS)).values())
     # WHEN `spot` and its partition are removed from the spec in one commit
-    text = FOUR_KINDS.replace("  - {name: spot, instanceType: g5.xlarge, capacityType: spot, features: [a10g, spot]}\n",
-                              "").replace("  - {name: spot, nodesets: [spot]}\n", "")
-    new = _render(text)
+    data = yaml.safe_load(FOUR_KINDS)
+    data["nodesets"] = [n for n in data["nodesets"] if n["name"] != "spot"]
+    data["partitions"] = [p for p in data["partitions"] if p["name"] != "spot"]
+    assert [len(data["nodesets"]), len(data["partitions"])] == [3, 2]
+    new = _render(yaml.safe_dump(data, sort_keys=False))
     # THEN the new extraConf with the old or the new set of CRs never dangles
     extra = _controller(new)["extraConf"].splitlines()
     for existing in (old_crs, list(_nodesets(new).values())):
@@ -271,8 +275,7 @@ def test_core_spec_count_on_known_types(instance, core_spec, usable_cpus):
 
 
 def test_a_cpu_spec_list_from_the_user_replaces_our_core_spec_count():
-    files = _render(MINIMAL_SPEC.replace("instanceType: g5.xlarge}", "instanceType: g5.xlarge, "
-                                         "extraSlurmdConf: {CpuSpecList: '0-1'}}"))
+    files = _render(spec_text(nodeset={"extraSlurmdConf": {"CpuSpecList": "0-1"}}))
     tokens = _nodesets(files)["slurm-worker-gpu"]["extraConf"].split(" ")
     assert "CpuSpecList=0-1" in tokens and not any(t.startswith("CoreSpecCount=") for t in tokens)
 

@@ -12,12 +12,14 @@ import copy
 from pathlib import Path
 
 import pytest
+import yaml
 
 from slurmgen.cli import main
 from slurmgen.verify import slurm_files as checks
 from slurmgen.verify.slurm_files import blocking, prune_waves, sync_states, wave_problems
 from slurmgen.slurmconf.operator import effective, merged_config, slurmd_conf
 from tests.conftest import EXAMPLES, SPECS, assert_golden
+from tests.spec_builder import DROP, by_name, variant
 
 GOLDEN = Path(__file__).parent / "golden" / "slurmconf"
 CLUSTERS = sorted(p.stem for p in EXAMPLES)
@@ -286,9 +288,10 @@ def test_synth_accepts_a_nodeset_and_its_partition_added_in_one_commit(tmp_path,
     for f in (SPECS).glob("*.yaml"):
         (tmp_path / f.name).write_text(f.read_text())
     spec = tmp_path / "prod.yaml"
-    spec.write_text(spec.read_text().replace(
-        "  - name: h100\n", "  - name: l40s\n    instanceType: g6e.12xlarge\n    replicas: 2\n  - name: h100\n").replace(
-        "  - name: gpu\n", "  - name: inference\n    nodesets: [l40s]\n  - name: gpu\n"))
+    prod = yaml.safe_load(spec.read_text())
+    spec.write_text(variant(spec.read_text(),
+                            nodesets=[*prod["nodesets"], {"name": "l40s", "instanceType": "g6e.12xlarge", "replicas": 2}],
+                            partitions=[*prod["partitions"], {"name": "inference", "nodesets": ["l40s"]}]))
     # WHEN it is rendered
     rc = main(["--spec", str(spec), "--out", str(out)])
     # THEN the wave check passes (the Controller's own NodeSet=l40s line exists from wave 2 on) and it is written
@@ -344,7 +347,6 @@ def test_a_pruned_object_marked_prune_last_goes_after_the_last_wave():
 def test_turning_topology_off_keeps_topology_yaml_until_the_controller_drops_it_but_not_for_the_nodesets(rendered, tmp_path):
     # GIVEN training as rendered (topology on), written out as the tree being replaced
     import dataclasses
-    import yaml
     from slurmgen.run.pipeline import Result, run
     base = tree_of(rendered, "training")
     for rel, obj in base.items():
@@ -352,12 +354,9 @@ def test_turning_topology_off_keeps_topology_yaml_until_the_controller_drops_it_
         (tmp_path / "training" / rel).write_text(yaml.safe_dump(obj))
     # WHEN topology is turned off (and the block partition with it)
     text = (SPECS / "training.yaml").read_text()
-    start, end = text.index("\ntopology:"), text.index("\nnodesets:")
-    off = text[:start] + "\n" + text[end:]
-    off = off.replace("    topology:                   # the Capacity Block: jobs packed in blocks of 2 nodes, or 4\n"
-                      "      type: block\n      blockSizes: [2, 4]\n", "")
+    partitions = by_name(yaml.safe_load(text)["partitions"], {"reserved": {"topology": DROP}})
     spec = tmp_path / "training.yaml"
-    spec.write_text(off)
+    spec.write_text(variant(text, topology=DROP, partitions=partitions))
     head = run([spec]).clusters[0]
     assert "slurm/configmap-slurm-topology-conf.yaml" not in head.files
     # THEN the ConfigMap the old Controller names (configFileRefs) is pruned last, so the operator can

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from slurmgen.spec import SpecError, load_specs, parse_text
-from tests.conftest import MINIMAL_SPEC
+from tests.spec_builder import spec_text
 
-MINIMAL = MINIMAL_SPEC.replace("partitions: [{name: gpu, nodesets: [gpu]}]", "partitions: [{name: all, nodesets: [ALL], default: true}]")
+ALL = [{"name": "all", "nodesets": ["ALL"], "default": True}]
+MINIMAL = spec_text(partitions=ALL)
 
 
 def test_minimal_spec_gets_documented_defaults():
@@ -31,8 +32,8 @@ def test_model_is_immutable():
 
 
 def test_image_overrides_per_component_and_per_nodeset():
-    text = MINIMAL.replace("instanceType: g5.xlarge}", "instanceType: g5.xlarge, image: 'r.io/me/slurmd:1'}")
-    text += "images: {overrides: {slurmctld: 'r.io/me/slurmctld:2'}}\n"
+    text = spec_text(partitions=ALL, nodeset={"image": "r.io/me/slurmd:1"},
+                     images={"overrides": {"slurmctld": "r.io/me/slurmctld:2"}})
     spec = parse_text("t.yaml", text)
     assert spec.nodesets[0].image == "r.io/me/slurmd:1"
     assert spec.images.for_component("slurmctld") == "r.io/me/slurmctld:2"
@@ -40,13 +41,13 @@ def test_image_overrides_per_component_and_per_nodeset():
 
 
 def test_problems_of_all_files_are_reported_together(tmp_path: Path):
-    (tmp_path / "a.yaml").write_text(MINIMAL.replace("name: t", "name: Bad"))
-    (tmp_path / "b.yaml").write_text(MINIMAL.replace("replicas", "x").replace("{name: gpu,", "{name: gpu, replica: 2,"))
+    (tmp_path / "a.yaml").write_text(spec_text(partitions=ALL, name="Bad"))
+    (tmp_path / "b.yaml").write_text(spec_text(partitions=ALL, nodeset={"replica": 2}))
     with pytest.raises(SpecError) as err:
         load_specs(sorted(tmp_path.glob("*.yaml")))
     lines = [str(p) for p in err.value.problems]
     assert any(line.startswith(f"{tmp_path / 'a.yaml'}:2: name:") for line in lines)
-    assert f"{tmp_path / 'b.yaml'}:5: nodesets[gpu].replica: unknown key; did you mean 'replicas'?" in lines
+    assert f"{tmp_path / 'b.yaml'}:11: nodesets[gpu].replica: unknown key; did you mean 'replicas'?" in lines
 
 
 def test_two_files_with_the_same_cluster_name(tmp_path: Path):

@@ -9,47 +9,44 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from slurmgen.cli import main
 from tests.conftest import MINIMAL_SPEC, REPO, SPECS, assert_golden
+from tests.spec_builder import DROP, named, variant
 
 GOLDEN = Path(__file__).parent / "golden" / "summary"
 
-CASES = {
-    "scale_up_training": ("training.yaml", [("    replicas: 16\n", "    replicas: 32\n")]),
-    "widen_login": ("example.yaml", [("    scheme: internal\n    sourceRanges: [10.0.0.0/16, 192.168.100.0/24]",
-                                      "    scheme: internet-facing\n    sourceRanges: [10.0.0.0/16, 203.0.113.7/32]")]),
-    "bump_versions": ("example.yaml", [("certManager: v1.21.1", "certManager: v1.22.0"),
-                                       ("slurmImageTag: 26.05.1-ubuntu26.04", "slurmImageTag: 26.05.3-ubuntu26.04"),
-                                       ("  nodeRole: karpenterNode-slurm-on-eks\n",
-                                        "  nodeRole: karpenterNode-slurm-on-eks\n  amiVersion: v20261101\n")]),
-    "remove_fsx_and_a_user": ("example.yaml", [("    enabled: true\n    mode: static", "    enabled: false\n    mode: static"),
-                                               ("    - {name: carol, defaultAccount: ops, adminLevel: Operator}\n", "")]),
-    "new_nodeset_in_new_partition": ("prod.yaml", [
-        ("  - name: h100\n", "  - name: l40s\n    instanceType: g6e.12xlarge\n    replicas: 2\n    features: [l40s]\n  - name: h100\n"),
-        ("  - name: gpu\n", "  - name: inference\n    nodesets: [l40s]\n  - name: gpu\n")]),
+L40S = {"name": "l40s", "instanceType": "g6e.12xlarge", "replicas": 2, "features": ["l40s"]}
+INFERENCE = {"name": "inference", "nodesets": ["l40s"]}
+
+# case: (example spec, changes merged in by tests/spec_builder.variant)
+CASES: dict[str, tuple[str, dict[str, Any]]] = {
+    "scale_up_training": ("training.yaml", {"nodesets": named({"h100": {"replicas": 32}})}),  # 16 before
+    "widen_login": ("example.yaml", {"login": {"service": {
+        "scheme": "internet-facing", "sourceRanges": ["10.0.0.0/16", "203.0.113.7/32"]}}}),  # internal, 192.168.100.0/24
+    "bump_versions": ("example.yaml", {"versions": {"certManager": "v1.22.0", "slurmImageTag": "26.05.3-ubuntu26.04"},
+                                       "compute": {"amiVersion": "v20261101"}}),
+    "remove_fsx_and_a_user": ("example.yaml", {"storage": {"fsx": {"enabled": False}},
+                                               "policy": {"users": named({"carol": DROP})}}),
+    "new_nodeset_in_new_partition": ("prod.yaml", {"nodesets": lambda old: [*old, L40S],
+                                                   "partitions": lambda old: [*old, INFERENCE]}),
     # effective slurm.conf: one partition, one nodeset, the scheduling weights
-    "partition_max_time": ("prod.yaml", [("    maxTime: 7-00:00:00\n    priorityTier: 10\n",
-                                          "    maxTime: 14-00:00:00\n    priorityTier: 20\n")]),
-    "nodeset_weight_and_features": ("example.yaml", [("    features: [a10g, spot]\n    extraSlurmdConf: {Weight: 100}\n",
-                                                      "    features: [a10g, spot, cheap]\n    extraSlurmdConf: {Weight: 50}\n")]),
-    "scheduling_weights": ("training.yaml", [
-        ("    decayHalfLife: 14-0\n    weights: {fairshare: 100000, age: 1000, jobSize: 1000, partition: 10000}\n",
-         "    decayHalfLife: 7-0\n    weights: {fairshare: 50000, age: 5000, jobSize: 1000, partition: 10000, qos: 2000}\n")]),
+    "partition_max_time": ("prod.yaml", {"partitions": named({"gpu": {"maxTime": "14-00:00:00", "priorityTier": 20}})}),
+    "nodeset_weight_and_features": ("example.yaml", {"nodesets": named({"spot": {
+        "features": ["a10g", "spot", "cheap"], "extraSlurmdConf": {"Weight": 50}}})}),
+    "scheduling_weights": ("training.yaml", {"scheduling": {"fairShare": {
+        "decayHalfLife": "7-0", "weights": {"fairshare": 50000, "age": 5000, "qos": 2000}}}}),
 }
 
 
-def render_summary(tmp_path: Path, spec_name: str, edits, capsys, base_dir: Path) -> str:
-    text = (SPECS / spec_name).read_text()
-    for old, new in edits:
-        assert old in text, old
-        text = text.replace(old, new)
+def render_summary(tmp_path: Path, spec_name: str, changes: dict[str, Any], capsys, base_dir: Path) -> str:
     spec = tmp_path / spec_name
     for base in (SPECS).glob("_*.yaml"):
         (tmp_path / base.name).write_text(base.read_text())
-    spec.write_text(text)
+    spec.write_text(variant((SPECS / spec_name).read_text(), **changes))
     capsys.readouterr()
     assert main(["--spec", str(spec), "--summary", "--base-dir", str(base_dir)]) == 0
     return capsys.readouterr().out
@@ -65,8 +62,8 @@ def no_chart_source(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_summary_matches_golden(case, tmp_path, capsys, dist_tree):
-    spec_name, edits = CASES[case]
-    summary = render_summary(tmp_path, spec_name, edits, capsys, dist_tree)
+    spec_name, changes = CASES[case]
+    summary = render_summary(tmp_path, spec_name, changes, capsys, dist_tree)
     assert_golden(summary, GOLDEN / f"{case}.md")
 
 

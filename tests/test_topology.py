@@ -14,6 +14,7 @@ from charts import topology_labeler as lab
 from charts.slurm_cluster import CONFIG_FILES_HASH
 from slurmgen.spec import parse_text
 from tests.conftest import SPECS, assert_golden
+from tests.spec_builder import by_name, variant
 
 GOLDEN = Path(__file__).parent / "golden" / "topology" / "training.yaml"
 REPO = Path(__file__).resolve().parent.parent
@@ -133,9 +134,9 @@ def test_default_topology_nodesets_are_efa_gpu_and_trainium():
 def test_a_nodeset_with_a_list_of_labelled_types_is_a_default_topology_nodeset():
     # GIVEN training.yaml with h200 on a list of two labelled EFA GPU types (p5e, p5en)
     text = (SPECS / "training.yaml").read_text()
-    listed = text.replace("    instanceType: p5e.48xlarge\n",
-                          "    instanceType: [p5e.48xlarge, p5en.48xlarge]\n    allowMixedTypes: true\n", 1)
-    assert listed != text
+    nodesets = by_name(yaml.safe_load(text)["nodesets"], {
+        "h200": {"instanceType": ["p5e.48xlarge", "p5en.48xlarge"], "allowMixedTypes": True}})
+    listed = variant(text, nodesets=nodesets)
     # WHEN loaded
     spec = parse_text("training.yaml", listed)
     # THEN h200 stays in the topologies (and the block partition that needs it still loads)

@@ -11,6 +11,7 @@ slurm-26-05-1-1), so the names must outlive every reference: `wave_problems` mod
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 import yaml
@@ -19,15 +20,19 @@ from slurmgen.synth.build import render
 from slurmgen.verify.slurm_files import topology_names, wave_problems
 from slurmgen.spec import parse_text
 from tests.conftest import SPECS
+from tests.spec_builder import DROP, Whole, by_name, variant
 
 TOPO = "slurm/configmap-slurm-topology-conf.yaml"
 H200 = "slurm/nodeset-slurm-worker-h200.yaml"
 TRAINING = (SPECS / "training.yaml").read_text()
-H200_PART = "  - name: h200\n    nodesets: [h200]\n    priorityTier: 20\n"
-AS_BLOCK = H200_PART + "    topology: {type: block, blockSizes: [2]}\n"
-AS_FLAT = H200_PART + "    topology: {type: flat}\n"
-RESERVED_BLOCK = "    topology:                   # the Capacity Block: jobs packed in blocks of 2 nodes, or 4\n" \
-                 "      type: block\n      blockSizes: [2, 4]\n"
+AS_BLOCK = {"h200": {"topology": {"type": "block", "blockSizes": [2]}}}
+AS_FLAT = {"h200": {"topology": {"type": "flat"}}}
+RESERVED_FLAT = {"reserved": {"topology": Whole(type="flat")}}  # not block any more: its blockSizes go too
+
+
+def training(partitions: dict[str, Any], **top: Any) -> str:
+    """training.yaml with its partitions changed by name (spec_builder.by_name) and `top` merged in."""
+    return variant(TRAINING, partitions=by_name(yaml.safe_load(TRAINING)["partitions"], partitions), **top)
 
 
 def files(text: str) -> dict:
@@ -45,13 +50,12 @@ def declared(tree: dict) -> list[str]:
 
 @pytest.fixture(scope="module")
 def as_tree() -> dict:
-    assert H200_PART in TRAINING
     return files(TRAINING)
 
 
 @pytest.fixture(scope="module")
 def as_block() -> dict:
-    return files(TRAINING.replace(H200_PART, AS_BLOCK))
+    return files(training(AS_BLOCK))
 
 
 def test_every_eligible_partition_declares_its_block_topology_whatever_type_it_uses(as_tree, as_block):
@@ -82,7 +86,7 @@ def test_switching_a_nodeset_partition_between_block_and_tree_is_safe_at_every_w
 
 def test_switching_to_flat_and_back_is_safe(as_tree, as_block):
     # GIVEN h200 set to flat: its line carries no Topology= (flat is the cluster default)
-    flat = files(TRAINING.replace(H200_PART, AS_FLAT))
+    flat = files(training(AS_FLAT))
     assert not [t for t in own_partition(flat) if t.startswith("Topology=")]
     # THEN every switch among block, tree and flat is safe
     for base, head in ((as_block, flat), (flat, as_block), (as_tree, flat), (flat, as_tree)):
@@ -128,8 +132,7 @@ def test_a_controller_partition_naming_an_undeclared_topology_is_reported_at_ins
 
 def test_topology_off_in_one_commit_is_reported_and_in_two_commits_is_safe(as_tree):
     # GIVEN training with topology on, and the spec without the topology section
-    start, end = TRAINING.index("\ntopology:"), TRAINING.index("\nnodesets:")
-    off = files((TRAINING[:start] + "\n" + TRAINING[end:]).replace(RESERVED_BLOCK, ""))
+    off = files(training({"reserved": {"topology": DROP}}, topology=DROP))
     assert TOPO not in off
     # WHEN it is turned off in one commit THEN the NodeSet's own partition still names tree at wave 2,
     # when the Controller stops mounting topology.yaml and slurmctld restarts: reported
@@ -139,9 +142,7 @@ def test_topology_off_in_one_commit_is_reported_and_in_two_commits_is_safe(as_tr
     assert "Topology=tree: no topology tree after wave 2 of this change (no topology.yaml is mounted" \
         in problems[0].message
     # WHEN first every partition is made flat (topology still on), then topology is turned off
-    flat_text = TRAINING.replace("  default: tree\n", "  default: flat\n").replace(
-        RESERVED_BLOCK, "    topology: {type: flat}\n")
-    flat = files(flat_text)
+    flat = files(training(RESERVED_FLAT, topology={"default": "flat"}))
     # THEN both steps are safe
     assert wave_problems("training", as_tree, flat) == []
     assert wave_problems("training", flat, off) == []
@@ -149,16 +150,14 @@ def test_topology_off_in_one_commit_is_reported_and_in_two_commits_is_safe(as_tr
 
 def test_removing_a_block_partition_in_one_commit_is_reported_and_after_making_it_flat_is_safe(as_tree):
     # GIVEN training WHEN the block partition `reserved` (a Controller line, wave 2) is removed in one commit
-    part = "  - name: reserved\n    nodesets: [h200]\n    maxTime: 7-00:00:00\n    priorityTier: 20\n" + RESERVED_BLOCK
-    assert part in TRAINING
-    gone = files(TRAINING.replace(part, ""))
+    gone = files(training({"reserved": DROP}))
     # THEN block-reserved leaves topology.yaml at wave 0 while the old Controller still names it: reported
     problems = wave_problems("training", as_tree, gone)
     assert [(p.check, p.where, p.field) for p in problems] == [
         ("partition-topology", "training/slurm/controller-slurm.yaml", "spec.extraConf")]
     assert "PartitionName=reserved Topology=block-reserved: no topology block-reserved after wave 0" in problems[0].message
     # AND made flat first (block-reserved still declared: it is eligible), then removed, both steps are safe
-    flat = files(TRAINING.replace(RESERVED_BLOCK, "    topology: {type: flat}\n"))
+    flat = files(training(RESERVED_FLAT))
     assert "block-reserved" in declared(flat)
     assert wave_problems("training", as_tree, flat) == []
     assert wave_problems("training", flat, gone) == []

@@ -9,38 +9,36 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from slurmgen.catalog.catalog import COLUMNS, OPTIONAL_COLUMNS
 from slurmgen.cli import main
 from slurmgen.run.pipeline import InputError, run
+from tests import spec_builder
 from tests.conftest import REPO
 
 HEADER = ",".join(c for c in COLUMNS if c not in OPTIONAL_COLUMNS)
 
 # (nodeset name, instance type, extra nodeset keys) of types the hand-written catalog refused
-NEW_TYPES = [
-    ("hopper", "p5.4xlarge", "efa: true"),
-    ("cpu", "c7i.48xlarge", "efa: true"),
-    ("hpc", "hpc7a.96xlarge", "efa: true"),
-    ("tesla", "g4dn.12xlarge", "gpusPerPod: 4"),
-    ("trainium", "trn2.48xlarge", "efa: true"),
-    ("graviton", "c7g.16xlarge", "{}"),
+NEW_TYPES: list[tuple[str, str, dict[str, Any]]] = [
+    ("hopper", "p5.4xlarge", {"efa": True}),
+    ("cpu", "c7i.48xlarge", {"efa": True}),
+    ("hpc", "hpc7a.96xlarge", {"efa": True}),
+    ("tesla", "g4dn.12xlarge", {"gpusPerPod": 4}),
+    ("trainium", "trn2.48xlarge", {"efa": True}),
+    ("graviton", "c7g.16xlarge", {}),
 ]
+NEURON_PLUGIN_ELSEWHERE = {"devicePlugins": {"neuronInstalledSeparately": True}}
 
 
-def spec_text(nodesets: list[tuple[str, str, str]], *, name: str = "t", extra: str = "") -> str:
-    lines = [f"  - {{name: {n}, instanceType: {t}, replicas: 2{', ' + e.strip('{}') if e.strip('{}') else ''}}}"
-             for n, t, e in nodesets]
-    return textwrap.dedent(f"""\
-        schemaVersion: 1
-        name: {name}
-        aws: {{region: us-west-2, eksClusterName: eks}}
-        gitops: {{repoURL: "https://github.com/o/r.git"}}
-        compute: {{devicePlugins: {{neuronInstalledSeparately: true}}}}
-        partitions: [{{name: all, nodesets: [ALL], default: true}}]
-        {extra}""") + "nodesets:\n" + "\n".join(lines) + "\n"
+def spec_text(nodesets: list[tuple[str, str, dict[str, Any]]], *, name: str = "t",
+              compute: dict[str, Any] = NEURON_PLUGIN_ELSEWHERE) -> str:
+    """A cluster of 2 replicas of each (name, type, extra keys) nodeset, all in one default partition."""
+    return spec_builder.spec_text(
+        name=name, compute=compute, partitions=[{"name": "all", "nodesets": ["ALL"], "default": True}],
+        nodesets=[{"name": n, "instanceType": t, "replicas": 2, **extra} for n, t, extra in nodesets])
 
 
 def write_spec(folder: Path, text: str, name: str = "t.yaml") -> Path:
@@ -93,7 +91,7 @@ def test_gpu_model_names_reach_slurm_as_karpenters_gpu_name(new_types_cluster: d
 def test_site_csv_beside_the_specs_adds_a_type(tmp_path: Path) -> None:
     # given a folder with a spec on a type Karpenter's page does not have, and the site csv describing it
     folder = tmp_path / "clusters"
-    spec = write_spec(folder, spec_text([("own", "zz1.24xlarge", "{}")]))
+    spec = write_spec(folder, spec_text([("own", "zz1.24xlarge", {})]))
     (folder / "instance-types.csv").write_text(
         f"# our preview hardware\n{HEADER}\nzz1.24xlarge,96,393216,amd64,737,nvidia.com/gpu,4,l40s,46068,0,0,site\n",
         encoding="utf-8")
@@ -108,11 +106,11 @@ def test_site_csv_beside_the_specs_adds_a_type(tmp_path: Path) -> None:
 def test_unknown_type_says_where_to_add_it_and_a_bad_site_csv_names_its_line(tmp_path: Path) -> None:
     # given a spec on an unknown type, first without a site csv, then with a malformed one
     folder = tmp_path / "clusters"
-    spec = write_spec(folder, spec_text([("own", "zz1.24xlarge", "{}")]))
+    spec = write_spec(folder, spec_text([("own", "zz1.24xlarge", {})]))
     with pytest.raises(InputError) as err:
         run([spec])
     assert err.value.lines == [
-        f"{spec}:8: nodesets[own].instanceType: unknown instance type 'zz1.24xlarge': not in the catalog "
+        f"{spec}:10: nodesets[own].instanceType: unknown instance type 'zz1.24xlarge': not in the catalog "
         "(Karpenter v1.14.1 reference); add it to clusters/instance-types.csv; "
         "did you mean z1d.2xlarge, z1d.12xlarge, vt1.24xlarge?"]
     (folder / "instance-types.csv").write_text(f"{HEADER}\nzz1.24xlarge,96,lots,amd64,737,,0,,0,0,0,site\n",
@@ -128,7 +126,7 @@ def test_specs_from_folders_with_different_site_csvs_are_refused(tmp_path: Path)
     paths = []
     for name in ("a", "b"):
         folder = tmp_path / name
-        paths.append(write_spec(folder, spec_text([("cpu", "m7i.xlarge", "{}")], name=name), f"{name}.yaml"))
+        paths.append(write_spec(folder, spec_text([("cpu", "m7i.xlarge", {})], name=name), f"{name}.yaml"))
         (folder / "instance-types.csv").write_text(f"{HEADER}\n", encoding="utf-8")
     # when rendered together, then it is refused: one type could mean two things in one run
     with pytest.raises(InputError, match="different instance-types.csv; render them in separate runs"):
@@ -139,7 +137,7 @@ def test_cli_exits_2_on_a_bad_site_csv_and_leaves_the_output_alone(tmp_path: Pat
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     # given a spec whose folder holds a site csv with a wrong header, and an output folder
     folder = tmp_path / "clusters"
-    spec = write_spec(folder, spec_text([("cpu", "m7i.xlarge", "{}")]))
+    spec = write_spec(folder, spec_text([("cpu", "m7i.xlarge", {})]))
     (folder / "instance-types.csv").write_text("name,cpus\n", encoding="utf-8")
     out = tmp_path / "dist"
     # when the CLI runs, then exit 2, one line, no traceback, nothing written
@@ -154,9 +152,9 @@ def test_parse_text_checks_instance_types_without_importing_the_planner() -> Non
     code = textwrap.dedent("""\
         import sys
         from slurmgen.spec import SpecError, parse_text
-        from tests.conftest import MINIMAL_SPEC
+        from tests.spec_builder import spec_text
         try:
-            parse_text("x.yaml", MINIMAL_SPEC.replace("g5.xlarge", "nope.xlarge"))
+            parse_text("x.yaml", spec_text(nodeset={"instanceType": "nope.xlarge"}))
         except SpecError as err:
             print("\\n".join(map(str, err.problems)))
         print("plan imported:", "slurmgen.plan.nodesets" in sys.modules)
@@ -166,7 +164,7 @@ def test_parse_text_checks_instance_types_without_importing_the_planner() -> Non
     # then it is refused, and slurmgen.plan.nodesets was never imported
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("x.yaml:5: nodesets[gpu].instanceType: unknown instance type 'nope.xlarge': not in the catalog")
+    assert lines[0].startswith("x.yaml:10: nodesets[gpu].instanceType: unknown instance type 'nope.xlarge': not in the catalog")
     assert lines[-1] == "plan imported: False"
 
 
@@ -174,11 +172,10 @@ def test_parse_text_uses_the_catalog_it_is_given(tmp_path: Path) -> None:
     # given a site catalog with one extra type, and a spec on that type
     from slurmgen.catalog.catalog import load_catalog
     from slurmgen.spec import SpecError, parse_text
-    from tests.conftest import MINIMAL_SPEC
 
     csv_path = tmp_path / "instance-types.csv"
     csv_path.write_text(f"{HEADER}\nzz2.xlarge,4,16384,amd64,58,,0,,0,0,0,site\n", encoding="utf-8")
-    text = MINIMAL_SPEC.replace("g5.xlarge", "zz2.xlarge")
+    text = spec_builder.spec_text(nodeset={"instanceType": "zz2.xlarge"})
     # when parsed with and without that catalog, then only the default refuses it
     assert parse_text("x.yaml", text, catalog=load_catalog(csv_path)).nodesets[0].instance_type == "zz2.xlarge"
     with pytest.raises(SpecError, match="unknown instance type 'zz2.xlarge'"):
@@ -187,9 +184,8 @@ def test_parse_text_uses_the_catalog_it_is_given(tmp_path: Path) -> None:
 
 def test_amd_and_habana_types_render_once_their_plugins_are_declared(tmp_path: Path) -> None:
     # given AMD (g4ad) and Habana (dl1, with EFA) nodesets, their device plugins declared as installed
-    extra = "compute: {devicePlugins: {installedSeparately: [amd.com/gpu, habana.ai/gaudi]}}\n"
-    text = spec_text([("radeon", "g4ad.16xlarge", "{}"), ("gaudi", "dl1.24xlarge", "efa: true")]).replace(
-        "compute: {devicePlugins: {neuronInstalledSeparately: true}}\n", extra)
+    text = spec_text([("radeon", "g4ad.16xlarge", {}), ("gaudi", "dl1.24xlarge", {"efa": True})],
+                     compute={"devicePlugins": {"installedSeparately": ["amd.com/gpu", "habana.ai/gaudi"]}})
     [cluster] = run([write_spec(tmp_path, text)]).clusters
     files = cluster.files
     # then each pool is tainted with its device resource, which slurmd tolerates, and there is no Gres

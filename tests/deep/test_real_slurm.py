@@ -19,6 +19,7 @@ import yaml
 
 from . import harness
 from .harness import SPECS, Cluster, Rendered, render
+from tests.spec_builder import variant
 
 CLUSTERS = ["example", "training", "prod", "dev"]
 
@@ -374,7 +375,7 @@ def test_two_slurmd_splitting_one_machine_put_their_jobs_on_the_same_cpu(slurm_s
     # GIVEN the registration a split nodeset used to render: two slurmd on one machine, CPUs=1 each
     # (why a split is refused: Slurm maps a node's abstract CPUs through the whole machine's CPU map)
     spec = tmp_path / "split.yaml"
-    spec.write_text(CPU_SPEC.replace("name: cpus", "name: split"))
+    spec.write_text(variant(CPU_SPEC, name="split"))
     rendered = render(spec)
     cluster = start_cluster(slurm_site, "split", rendered, {})
     try:

@@ -66,8 +66,14 @@ lint: $(TEST_STAMP)  ## ruff on every Python tree, mypy on the package and the c
 	@$(VENV)/bin/ruff check --quiet --no-cache main.py slurmgen charts apps tests bench
 	@$(PY) -m mypy --cache-dir $(VENV)/.mypy_cache slurmgen charts apps main.py
 
+# One test process per CPU (pytest-xdist), a test file per process at a time: the real-daemon tests of
+# tests/deep/test_real_slurm.py share one MariaDB and slurmdbd, so they stay in one process, in order.
+TEST_WORKERS ?= auto
+
+# The tests start many Python processes over the same modules: their bytecode, and pytest's rewritten
+# test modules, are kept in build/pycache (outside the tree), even where PYTHONDONTWRITEBYTECODE is set.
 test: $(STAMP) $(TEST_STAMP) $(PREVIEW_STAMP) $(ACTIONLINT_STAMP) node_modules/.installed lint  ## lint, then the whole test suite (what .ci/run calls)
-	@$(PY) -m pytest
+	@env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(CURDIR)/build/pycache" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 summary: $(STAMP)  ## Markdown summary of the uncommitted change to dist/ (against HEAD)
 	@$(PY) -O main.py --summary

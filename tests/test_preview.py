@@ -18,6 +18,7 @@ import pytest
 from slurmgen.review.preview import preview_cluster
 from slurmgen.review.preview.charts import ChartLocator, ChartRender, HelmSource
 from slurmgen.review.preview.proofs import image_problems, placement_problems, project_problems, values_problems
+from tests.spec_builder import spec_text
 from tests.conftest import EXAMPLES, REQUIRE_SHARED, SHARED, need_shared
 
 #: the tests' own specs on the command line (a bare `main.py` would read the repository's clusters/)
@@ -427,20 +428,25 @@ def test_a_chart_without_a_source_fails_the_preview_unless_allowed(tmp_path, mon
         f"(not in {tmp_path}, not cached, pull off)"]
 
 
-def test_cli_preview_fails_on_an_unproven_chart_and_allow_unproven_lets_it_pass(monkeypatch, capsys, chart_dir):
+def test_cli_preview_fails_on_an_unproven_chart_and_allow_unproven_lets_it_pass(tmp_path, monkeypatch, capsys,
+                                                                               chart_dir):
     need_sdk()
     from slurmgen.cli import main
     monkeypatch.setenv("SLURMGEN_CHART_DIR", str(chart_dir))
     monkeypatch.setenv("SLURMGEN_CHART_PULL", "0")
-    # GIVEN training, whose Neuron device plugin has no source in ../shared
+    # GIVEN a Trainium cluster, whose Neuron device plugin has no source in ../shared
+    spec = tmp_path / "trn.yaml"
+    spec.write_text(spec_text(name="trn", nodeset={"name": "trn", "instanceType": "trn1.32xlarge"},
+                              partitions=[{"name": "trn", "nodesets": ["trn"]}]))
+    args = ["--spec", str(spec), "--preview"]
     # WHEN previewed THEN it fails, naming the chart
-    assert main([*SPEC_ARGS, "--preview", "--cluster", "training"]) == 2
+    assert main(args) == 2
     err = capsys.readouterr().err
-    assert "training/training-neuron-device-plugin: chart neuron-helm-chart 1.9.0 cannot be proven" in err
+    assert "trn/trn-neuron-device-plugin: chart neuron-helm-chart 1.9.0 cannot be proven" in err
     # AND with --allow-unproven for it, it passes
-    assert main([*SPEC_ARGS, "--preview", "--cluster", "training", "--allow-unproven", "neuron-helm-chart"]) == 0
+    assert main([*args, "--allow-unproven", "neuron-helm-chart"]) == 0
     # AND a chart name no Application uses is one line, not an allowance of nothing
-    assert main([*SPEC_ARGS, "--preview", "--cluster", "training", "--allow-unproven", "neuron-chart"]) == 2
+    assert main([*args, "--allow-unproven", "neuron-chart"]) == 2
     assert capsys.readouterr().err.splitlines()[-1].startswith(
         "--allow-unproven neuron-chart: no Helm Application of the previewed cluster(s) uses chart neuron-chart; charts: ")
 
@@ -552,10 +558,9 @@ def test_grafana_with_precreated_secrets_reads_the_sites_secret():
     assert "extraManifests" not in values
 
 
-def test_kube_prometheus_stack_renders_the_same_twice_and_no_random_grafana_secret(locator):
-    cluster = render_file("monitoring.yaml")
-    # WHEN previewed (every chart rendered twice)
-    result = preview_cluster(cluster, locator)
+def test_kube_prometheus_stack_renders_the_same_twice_and_no_random_grafana_secret(previews):
+    # GIVEN training, which deploys monitoring, previewed (every chart rendered twice)
+    result = previews["training"]
     kps = next(r for r in result.renders if r.source.chart == "kube-prometheus-stack")
     # THEN no chart renders differently, and kube-prometheus-stack is clean
     assert [r.source.chart for r in result.renders if r.unstable] == []

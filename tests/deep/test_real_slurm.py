@@ -21,6 +21,7 @@ from . import harness
 from .harness import SPECS, Cluster, Rendered, render
 from tests.spec_builder import variant
 
+
 CLUSTERS = ["example", "training", "prod", "dev"]
 
 
@@ -344,7 +345,7 @@ def _cpus_of_concurrent_jobs(cluster: Cluster, nodes: list[str]) -> list[str]:
     for i, node in enumerate(nodes):
         done = cluster.run("sbatch", "--parsable", "-p", "cpu", "-w", node, "-n1", "-c1", "--mem=100", "-t", "1",
                            "-o", str(out / f"{i}.out"),
-                           "--wrap", "grep Cpus_allowed_list /proc/self/status; sleep 4")
+                           "--wrap", "grep Cpus_allowed_list /proc/self/status; sleep 50")  # cancelled on close
         ids.append(done.stdout.strip())
     harness.wait_for("jobs", lambda: all((out / f"{i}.out").exists() and (out / f"{i}.out").read_text()
                                          for i in range(len(nodes))), timeout=60)

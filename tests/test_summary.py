@@ -397,3 +397,14 @@ def test_a_bad_site_prices_csv_is_one_line_and_exit_2(tmp_path, capsys, row, mes
     assert main(["--spec", str(tmp_path / "t.yaml"), "--summary", "--base-dir", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{tmp_path}/{message}" in err, err
+
+
+def test_a_node_class_change_besides_the_ami_says_its_nodes_drift(tmp_path, capsys):
+    # GIVEN an EFA nodeset on a single-card type (no interface layout) moved to a multi-card one, same GPUs
+    old = spec_text("[{name: gpu, instanceType: p5.4xlarge, replicas: 1, efa: true}]", "[{name: gpu, nodesets: [gpu]}]")
+    new = spec_text("[{name: gpu, instanceType: p5.48xlarge, replicas: 1, efa: true}]",
+                    "[{name: gpu, nodesets: [gpu]}]")
+    summary = summary_between(tmp_path, capsys, old, new)
+    # THEN the EC2NodeClass's new network interfaces need attention: every node of it is replaced
+    assert "- nodes: EC2NodeClass t-gpu changes spec.networkInterfaces (nodes drift and are replaced once empty)" \
+        in summary.split("**Needs attention**", 1)[1]

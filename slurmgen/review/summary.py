@@ -268,6 +268,12 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
             if a != b:
                 notes.append(f"version: {label} AMI {a[0].get('alias') if a else '-'} → "
                              f"{b[0].get('alias') if b else '-'} (nodes drift and are replaced once empty)")
+            # any other field of the node class drifts its nodes too (Karpenter hashes the whole spec)
+            others = sorted(k for k in {*was["spec"], *now["spec"]}
+                            if k != "amiSelectorTerms" and was["spec"].get(k) != now["spec"].get(k))
+            if others:
+                notes.append(f"nodes: {label} changes {', '.join('spec.' + k for k in others)} "
+                             "(nodes drift and are replaced once empty)")
     if old and new:  # the first install is checked at synth; here: the waves of this change
         notes += [f"slurm.conf at a sync wave: {p.message}" for p in wave_problems(cluster, old, new)]
     notes += _image_changes(_image_tags(old), _image_tags(new))

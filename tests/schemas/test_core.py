@@ -12,7 +12,7 @@ import yaml
 from slurmgen.verify.schemas import Problem, SchemaUnavailable, Validator, format_path
 from slurmgen.verify.schemas.core import CoreSchemas, schema_issues, supported_versions
 
-from tests.validate.helpers import messages
+from tests.schemas.helpers import messages
 
 VALID = {
     doc["kind"]: doc

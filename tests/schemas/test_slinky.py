@@ -9,7 +9,7 @@ import yaml
 
 from slurmgen.verify.schemas import Validator
 
-from tests.validate.helpers import messages
+from tests.schemas.helpers import messages
 
 # slinky-operator.md §3.9, plus a Token; `alpine:latest` is fine for schema purposes.
 VALID = {

@@ -15,7 +15,7 @@ from slurmgen.verify.schemas.core import CoreSchemas, schema_issues
 from slurmgen.verify.schemas.vendored import VendoredCrds
 
 from tests.conftest import SHARED_CRDS, need_shared
-from tests.validate.helpers import messages
+from tests.schemas.helpers import messages
 
 VALID = {
     doc["kind"]: doc

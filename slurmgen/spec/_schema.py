@@ -126,24 +126,32 @@ class Validator:
         if keyword == _STRICT_INTEGER:
             keyword = "type"
         missing = kind.property if isinstance(kind, jsonschema_rs.ValidationErrorKind.Required) else ""
-        return _Error(path, keyword, node.get(keyword), node, _at(instance, path), missing)
+        secret = keyword == "type" and self._write_only(err.evaluation_path)
+        return _Error(path, keyword, node.get(keyword), node, _at(instance, path), missing, secret)
 
     def _subschema(self, schema_path: list[str | int]) -> dict[str, Any]:
-        """The schema node at a schema path (jsonschema-rs gives the location with `$ref`s already
-        followed; a `$ref` step, if one appears, is followed here too)."""
+        """The schema node at a schema path (jsonschema-rs gives where the keyword is written:
+        `$defs/secretKeyRef/type`, not the `$ref`s the evaluation went through)."""
         node: Any = self.root
         for step in schema_path:
-            if step == "$ref" and isinstance(node, dict):
-                node = _json_pointer(self.root, node["$ref"])
-                continue
             node = node[step]
         return node if isinstance(node, dict) else {}
+
+    def _write_only(self, evaluation_path: list[str | int]) -> bool:
+        """Whether the check went through a `writeOnly` node: `bindPassword: {secret: "hunter2"}` fails
+        the `type` of $defs/secretKeyRef, which is not writeOnly, but its place in the spec is."""
+        node: Any = self.root
+        for step in evaluation_path[:-1]:  # the last step is the keyword itself
+            if isinstance(node, dict) and node.get("writeOnly"):
+                return True
+            node = _json_pointer(self.root, node["$ref"]) if step == "$ref" else node[step]
+        return isinstance(node, dict) and bool(node.get("writeOnly"))
 
 
 def _json_pointer(root: dict[str, Any], ref: str) -> Any:
     """The node a local `$ref` (`#/$defs/name`) names."""
     node: Any = root
-    for step in ref.removeprefix("#/").split("/") if ref != "#" else ():
+    for step in ref.removeprefix("#/").split("/"):
         node = node[step.replace("~1", "/").replace("~0", "~")]
     return node
 
@@ -220,6 +228,7 @@ class _Error:
     schema: dict[str, Any]
     instance: Any
     missing: str = ""  # for `required`: the missing key
+    secret: bool = False  # a `type` error in a secret's place (writeOnly): the value is never shown
 
 
 def _errors(instance: Any) -> list[_Error]:
@@ -269,7 +278,7 @@ def _explain(err: _Error) -> Iterator[tuple[str, str]]:
     if kind in ("minProperties", "maxProperties") and err.schema.get("writeOnly"):  # a secret's place: one source
         yield dotted(path), f"name exactly one of {', '.join(sorted(err.schema.get('properties', {})))}"
         return
-    if kind == "type" and err.schema.get("writeOnly"):  # a secret's place: never echo what was written there
+    if kind == "type" and err.secret:  # a secret's place: never echo what was written there
         yield dotted(path), f"expected {_type_name(err.value)} naming where the secret is; the value itself never goes in the spec (not shown)"
         return
     if kind == "type":

@@ -1,7 +1,12 @@
 """JSON Schema checks for a spec and the defaults the schema declares.
 
 The schema file is the single place where the spec's shape and its defaults live; this module
-turns jsonschema's errors into one-line messages a platform engineer can act on.
+turns the schema engine's errors into one-line messages a platform engineer can act on.
+
+One engine for every schema in the project: jsonschema-rs (as slurmgen/verify/schemas/core.py),
+compiled once. What Python's jsonschema gave for free is rebuilt here: the failing subschema
+(`_Error.schema`, found by the error's schema path), the keyword and its value, a strict integer
+type, and the order of the errors.
 """
 
 from __future__ import annotations
@@ -9,13 +14,13 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import re
+import math
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Iterator
 
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import ValidationError
+import jsonschema_rs
 
 from .errors import dotted
 
@@ -43,21 +48,118 @@ def schema() -> dict[str, Any]:
     return json.loads(text)
 
 
-def _is_integer(_checker: Any, instance: Any) -> bool:
-    """An int, never a float: JSON Schema counts 4.0 as an integer, and a float spec value renders
-    as '4.0' (replicas, '128.0' CPUs, '524288.0Mi'): a spurious change in review and a wrong Slurm line."""
-    return isinstance(instance, int) and not isinstance(instance, bool)
+# A keyword of the engine's copy of the schema only, beside each `type` naming "integer".
+_STRICT_INTEGER = "x-slurmgen-strict-integer"
 
 
-# Draft 2020-12 with `type: integer` meaning a YAML integer, for every integer field at once.
-_StrictValidator = validators.extend(
-    Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+class _StrictInteger:
+    """`type: integer` means a YAML integer: JSON Schema (and jsonschema-rs) count 4.0 as an integer,
+    and a float spec value renders as '4.0' (replicas, '128.0' CPUs, '524288.0Mi'): a spurious
+    change in review and a wrong Slurm line. A float with a fraction already fails `type`."""
+
+    def __init__(self, parent: dict[str, Any], value: Any, schema_path: list[str | int]) -> None:
+        self.number_allowed = "number" in _types(parent.get("type"))
+
+    def validate(self, instance: Any) -> None:
+        """Raise for an integral float where only an integer is allowed."""
+        if isinstance(instance, float) and instance.is_integer() and not self.number_allowed:
+            raise ValueError("a float is not an integer")
+
+
+def _types(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def _for_engine(node: Any) -> Any:
+    """A copy of the schema with the strict-integer keyword beside every integer `type`."""
+    if isinstance(node, list):
+        return [_for_engine(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _for_engine(sub) for name, sub in value.items()}
+        else:
+            out[key] = value if key in _DATA_KEYWORDS else _for_engine(value)
+    if "integer" in _types(node.get("type")):
+        out[_STRICT_INTEGER] = True
+    return out
+
+
+# Keywords whose value maps names to schemas, and keywords whose value is instance data.
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "dependentSchemas"})
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+
+
+class Validator:
+    """A schema compiled by jsonschema-rs with the strict integer type; errors come out as `_Error`s
+    read against this schema (the spec's own values, the failing subschema)."""
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+        # Patterns: the default engine (fancy-regex), for the lookahead of imageRef ("not latest").
+        # Each spec pattern is a whole-string match: _text refuses line breaks before the schema runs.
+        self._compiled = jsonschema_rs.Draft202012Validator(
+            _for_engine(root), keywords={_STRICT_INTEGER: _StrictInteger})
+
+    def is_valid(self, instance: Any) -> bool:
+        """Whether `instance` has no schema error."""
+        return bool(self._compiled.is_valid(_json_proxy(instance)))
+
+    def iter_errors(self, instance: Any) -> Iterator[_Error]:
+        """Every violation, in the engine's order."""
+        for err in self._compiled.iter_errors(_json_proxy(instance)):
+            yield self._error(err, instance)
+
+    def _error(self, err: jsonschema_rs.ValidationError, instance: Any) -> _Error:
+        kind = err.kind
+        path = tuple(err.instance_path)
+        if isinstance(kind, jsonschema_rs.ValidationErrorKind.PropertyNames):
+            # A key refused by `propertyNames` is checked as a value, at its mapping's path.
+            inner = kind.error
+            node = self._subschema(inner.schema_path[:-1])
+            keyword = str(inner.schema_path[-1])
+            return _Error(path, keyword, node.get(keyword), node, inner.instance)
+        node = self._subschema(err.schema_path[:-1])
+        keyword = str(err.schema_path[-1])
+        if keyword == _STRICT_INTEGER:
+            keyword = "type"
+        missing = kind.property if isinstance(kind, jsonschema_rs.ValidationErrorKind.Required) else ""
+        secret = keyword == "type" and self._write_only(err.evaluation_path)
+        return _Error(path, keyword, node.get(keyword), node, _at(instance, path), missing, secret)
+
+    def _subschema(self, schema_path: list[str | int]) -> dict[str, Any]:
+        """The schema node at a schema path (jsonschema-rs gives where the keyword is written:
+        `$defs/secretKeyRef/type`, not the `$ref`s the evaluation went through)."""
+        node: Any = self.root
+        for step in schema_path:
+            node = node[step]
+        return node if isinstance(node, dict) else {}
+
+    def _write_only(self, evaluation_path: list[str | int]) -> bool:
+        """Whether the check went through a `writeOnly` node: `bindPassword: {secret: "hunter2"}` fails
+        the `type` of $defs/secretKeyRef, which is not writeOnly, but its place in the spec is."""
+        node: Any = self.root
+        for step in evaluation_path[:-1]:  # the last step is the keyword itself
+            if isinstance(node, dict) and node.get("writeOnly"):
+                return True
+            node = _json_pointer(self.root, node["$ref"]) if step == "$ref" else node[step]
+        return isinstance(node, dict) and bool(node.get("writeOnly"))
+
+
+def _json_pointer(root: dict[str, Any], ref: str) -> Any:
+    """The node a local `$ref` (`#/$defs/name`) names."""
+    node: Any = root
+    for step in ref.removeprefix("#/").split("/"):
+        node = node[step.replace("~1", "/").replace("~0", "~")]
+    return node
 
 
 @lru_cache(maxsize=1)
-def _validator() -> Draft202012Validator:
+def _validator() -> Validator:
     # The schema itself is checked against the 2020-12 meta-schema by the tests, not on every run.
-    return _StrictValidator(schema())
+    return Validator(schema())
 
 
 # Hints for patterns written inline (not a $def), keyed by the pattern itself.
@@ -96,8 +198,7 @@ def schema_version() -> int:
 
 def check(instance: Any) -> Iterator[tuple[str, str]]:
     """Yield (field path, message) for every schema violation, in a stable order."""
-    errors = sorted(_validator().iter_errors(instance), key=lambda e: (_path_key(e.absolute_path), e.validator))
-    for err in errors:
+    for err in _errors(instance):
         yield from _explain(err)
 
 
@@ -106,22 +207,65 @@ def failed_sections(instance: Any) -> frozenset[str]:
 
     Cross-field rules skip the sections named here: their data is not what the rules may assume."""
     failed: set[str] = set()
-    for err in _validator().iter_errors(instance):
-        if err.absolute_path:
-            failed.add(str(err.absolute_path[0]))
+    for err in _errors(instance):
+        if err.path:
+            failed.add(str(err.path[0]))
         elif err.validator == "required":
-            failed.update(re.findall(r"'([^']+)' is a required property", err.message))
+            failed.add(err.missing)
         elif err.validator != "additionalProperties":  # an unknown top-level key is read by no rule
             failed.add("*")
     return frozenset(failed)
+
+
+@dataclass(frozen=True)
+class _Error:
+    """One schema violation as the messages need it: where (`path`), the keyword that failed and
+    its value in the schema, the subschema holding it, and the value found (the spec's own)."""
+
+    path: tuple[str | int, ...]
+    validator: str  # the keyword that failed (jsonschema's name for it)
+    value: Any  # the keyword's value in the schema
+    schema: dict[str, Any]
+    instance: Any
+    missing: str = ""  # for `required`: the missing key
+    secret: bool = False  # a `type` error in a secret's place (writeOnly): the value is never shown
+
+
+def _errors(instance: Any) -> list[_Error]:
+    """Every violation, sorted by path then keyword (a stable order for the same spec)."""
+    return sorted(_validator().iter_errors(instance), key=lambda e: (_path_key(e.path), e.validator))
+
+
+def _at(instance: Any, path: tuple[str | int, ...]) -> Any:
+    """The spec's own value at `path` (not the engine's copy: a date or NaN as written)."""
+    for step in path:
+        instance = instance[step]
+    return instance
+
+
+def _json_proxy(value: Any) -> Any:
+    """`value` with each leaf that is no JSON data (a YAML date, bytes, a set, NaN) as null.
+
+    jsonschema-rs refuses such data; null stands in well: the spec schema allows null nowhere, so
+    it fails every `type` and `enum` and no other keyword reads it, as Python's jsonschema treated
+    a date. The message shows the spec's own value (`_at`)."""
+    if isinstance(value, dict):
+        return {key: _json_proxy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_proxy(item) for item in value]
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return None
 
 
 def _path_key(path: Any) -> tuple[str, ...]:
     return tuple(f"{p:08d}" if isinstance(p, int) else str(p) for p in path)
 
 
-def _explain(err: ValidationError) -> Iterator[tuple[str, str]]:
-    path = list(err.absolute_path)
+def _explain(err: _Error) -> Iterator[tuple[str, str]]:
+    path = list(err.path)
     kind = err.validator
     if kind == "additionalProperties" and isinstance(err.instance, dict):
         allowed = sorted(err.schema.get("properties", {}))
@@ -129,49 +273,58 @@ def _explain(err: ValidationError) -> Iterator[tuple[str, str]]:
             yield dotted([*path, key]), _unknown_key(str(key), allowed)
         return
     if kind == "required":
-        missing = re.findall(r"'([^']+)' is a required property", err.message)
-        yield dotted(path), f"missing required key '{missing[0] if missing else err.message}'"
+        yield dotted(path), f"missing required key '{err.missing}'"
         return
     if kind in ("minProperties", "maxProperties") and err.schema.get("writeOnly"):  # a secret's place: one source
         yield dotted(path), f"name exactly one of {', '.join(sorted(err.schema.get('properties', {})))}"
         return
-    if kind == "type" and err.schema.get("writeOnly"):  # a secret's place: never echo what was written there
-        yield dotted(path), f"expected {_type_name(err.validator_value)} naming where the secret is; the value itself never goes in the spec (not shown)"
+    if kind == "type" and err.secret:  # a secret's place: never echo what was written there
+        yield dotted(path), f"expected {_type_name(err.value)} naming where the secret is; the value itself never goes in the spec (not shown)"
         return
     if kind == "type":
         fix = ""
-        if isinstance(err.instance, float) and err.instance.is_integer() and "integer" in str(err.validator_value):
+        if isinstance(err.instance, float) and err.instance.is_integer() and "integer" in str(err.value):
             fix = f"; write {int(err.instance)} (a float renders as {err.instance!r} in the output)"
-        yield dotted(path), f"expected {_type_name(err.validator_value)}, got {_describe(err.instance)}{fix}"
+        yield dotted(path), f"expected {_type_name(err.value)}, got {_describe(err.instance)}{fix}"
         return
     if kind == "enum":
-        choices = ", ".join(repr(c) for c in err.validator_value)
+        choices = ", ".join(repr(c) for c in err.value)
         yield dotted(path), f"{_describe(err.instance)} is not allowed; use one of {choices}"
         return
     if kind == "pattern":
-        hint = _pattern_hints().get(err.validator_value, f"must match {err.validator_value}")
+        hint = _pattern_hints().get(err.value, f"must match {err.value}")
         yield dotted(path), f"{short(err.instance)} {hint}"
         return
     if kind == "maxLength":
-        yield dotted(path), f"{short(err.instance)} is {len(err.instance)} characters long; at most {err.validator_value} allowed"
+        yield dotted(path), f"{short(err.instance)} is {len(err.instance)} characters long; at most {err.value} allowed"
         return
     if kind == "minItems":
-        yield dotted(path), f"needs at least {err.validator_value} item(s)"
+        yield dotted(path), f"needs at least {err.value} item(s)"
         return
     if kind == "uniqueItems":
         yield dotted(path), "has duplicate items"
         return
-    if kind == "propertyNames":
-        yield dotted(path), f"key {short(err.instance)} is not allowed here"
-        return
     if kind == "oneOf":
-        keys = [b["required"][0] for b in err.validator_value if list(b) == ["required"]]
-        if keys and len(keys) == len(err.validator_value):
+        keys = [b["required"][0] for b in err.value if list(b) == ["required"]]
+        if keys and len(keys) == len(err.value):
             yield dotted(path), f"set exactly one of {' or '.join(repr(k) for k in keys)}"
         else:
             yield dotted(path), f"{_describe(err.instance)} must be a single word or an integer"
         return
-    yield dotted(path), err.message
+    yield dotted(path), _message(err)
+
+
+def _message(err: _Error) -> str:
+    """The other keywords, worded as Python's jsonschema 4.26 worded them (values as Python writes them)."""
+    value, limit = err.instance, err.value
+    words = {
+        "minimum": f"is less than the minimum of {limit!r}",
+        "maximum": f"is greater than the maximum of {limit!r}",
+        "minLength": "should be non-empty" if limit == 1 else "is too short",
+        "minProperties": "should be non-empty" if limit == 1 else "does not have enough properties",
+        "maxProperties": "is expected to be empty" if limit == 0 else "has too many properties",
+    }
+    return f"{value!r} {words.get(err.validator, f'fails {err.validator} {limit!r}')}"
 
 
 def _unknown_key(key: str, allowed: list[str]) -> str:

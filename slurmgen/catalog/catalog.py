@@ -133,8 +133,9 @@ class InstanceType:
         return self.memory_mib / 1024
 
 
-def _data_lines(text: str) -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, line) for non-blank, non-comment lines so errors keep real line numbers."""
+def data_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, line) for non-blank, non-comment lines so errors keep real line numbers
+    (every csv of the catalog: instance types, prices)."""
     for lineno, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if stripped and not stripped.startswith("#"):
@@ -231,7 +232,7 @@ Row = tuple[str, str]  # (file:line for messages, the raw csv line)
 
 def _index(text: str, origin: str) -> tuple[tuple[str, ...], dict[str, Row]]:
     """Header columns and name -> raw row, without parsing the rows: cheap enough for every synth."""
-    lines = _data_lines(text)
+    lines = data_lines(text)
     header_line = next(lines, None)
     if header_line is None:
         raise CatalogError(f"{origin}: no header line; expected {','.join(COLUMNS)}")

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from ..errors import UserError
-from .catalog import read_site_csv
+from .catalog import data_lines, read_site_csv
 
 
 COLUMNS: tuple[str, ...] = ("region", "instance_type", "usd_per_hour")
@@ -51,15 +51,9 @@ class Prices:
         return tuple(sorted({region for region, _ in self.table}))
 
 
-def _data_lines(text: str) -> Iterator[tuple[int, str]]:
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if line.strip() and not line.lstrip().startswith("#"):
-            yield lineno, line
-
-
 def parse_prices(text: str, origin: str) -> dict[tuple[str, str], float]:
     """Every row of a price csv, validated: a typo in a price would mislead every review."""
-    lines = _data_lines(text)
+    lines = data_lines(text)
     first = next(lines, None)
     if first is None or tuple(c.strip() for c in first[1].split(",")) != COLUMNS:
         where = f"{origin}:{first[0]}" if first else origin

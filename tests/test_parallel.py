@@ -17,27 +17,27 @@ from tests.conftest import EXAMPLES, REPO, SPECS
 from tests.spec_builder import variant
 
 
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first, then the parent), or None."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _pids() -> list[int]:
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
 def children(pid: int) -> list[int]:
     """Direct children of `pid` (Linux /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry))
-    return found
+    return [p for p in _pids() if (stat := _stat(p)) is not None and int(stat[1]) == pid]
 
 
 def running(pid: int) -> bool:
     """Whether `pid` exists and has not exited (an orphan's zombie may wait for a reaper that never comes)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
+    stat = _stat(pid)
+    return stat is not None and stat[0] not in ("Z", "X")
 
 
 def cmdline(pid: int) -> list[str]:
@@ -337,18 +337,14 @@ def test_collect_keeps_what_came_back_and_names_the_workers_lost():
 
 
 def _tagged(tag: str) -> list[int]:
-    """Processes whose environment carries `tag` (a run's Python processes and their Node kernels)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                environ = Path(f"/proc/{entry}/environ").read_bytes()
-                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if tag.encode() in environ and state not in ("Z", "X"):
-                found.append(int(entry))
-    return found
+    """Running processes whose environment carries `tag` (a run's Python processes and their Node kernels)."""
+    def carries(pid: int) -> bool:
+        try:
+            return tag.encode() in Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            return False
+
+    return [p for p in _pids() if carries(p) and running(p)]
 
 
 def _fleet_run(tmp_path: Path, tag: str):

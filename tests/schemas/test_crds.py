@@ -135,6 +135,21 @@ def valid(kind: str) -> dict:
     return copy.deepcopy(VALID[kind])
 
 
+def nodeset(**spec: object) -> dict:
+    """A NodeSet with what its CRD requires, and `spec` fields added."""
+    return {
+        "apiVersion": "slinky.slurm.net/v1beta1",
+        "kind": "NodeSet",
+        "metadata": {"name": "gpu", "namespace": "slurm"},
+        "spec": {
+            "controllerRef": {"name": "slurm"},
+            "slurmd": {"image": "ghcr.io/slinkyproject/slurmd:26.05-ubuntu26.04"},
+            "logfile": {"image": "docker.io/library/alpine:latest"},
+            **spec,
+        },
+    }
+
+
 # --------------------------------------------------------------------------- real CRs
 @pytest.mark.parametrize("kind", sorted(VALID))
 def test_minimal_custom_resources_pass(validator: Validator, kind: str) -> None:
@@ -233,17 +248,7 @@ def test_nullable_is_accepted_and_null_elsewhere_is_not(validator: Validator) ->
 @pytest.mark.parametrize("value", [1, "25%"])
 def test_int_or_string_accepts_both(validator: Validator, value: object) -> None:
     # given a NodeSet whose maxUnavailable is an int or a percentage string
-    obj = {
-        "apiVersion": "slinky.slurm.net/v1beta1",
-        "kind": "NodeSet",
-        "metadata": {"name": "gpu", "namespace": "slurm"},
-        "spec": {
-            "controllerRef": {"name": "slurm"},
-            "slurmd": {"image": "ghcr.io/slinkyproject/slurmd:26.05-ubuntu26.04"},
-            "logfile": {"image": "docker.io/library/alpine:latest"},
-            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": value}},
-        },
-    }
+    obj = nodeset(updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": value}})
     # when / then it validates
     assert validator.validate(obj) == []
 
@@ -260,17 +265,7 @@ def test_int_or_string_rejects_other_types(validator: Validator) -> None:
 
 def test_go_end_anchor_rejects_trailing_newline(validator: Validator) -> None:
     # given a NodeSet partition config that ends with a newline (a YAML `|` block)
-    obj = {
-        "apiVersion": "slinky.slurm.net/v1beta1",
-        "kind": "NodeSet",
-        "metadata": {"name": "gpu", "namespace": "slurm"},
-        "spec": {
-            "controllerRef": {"name": "slurm"},
-            "slurmd": {"image": "ghcr.io/slinkyproject/slurmd:26.05-ubuntu26.04"},
-            "logfile": {"image": "docker.io/library/alpine:latest"},
-            "partition": {"enabled": True, "config": "State=UP\n"},
-        },
-    }
+    obj = nodeset(partition={"enabled": True, "config": "State=UP\n"})
     # when it is validated
     found = messages(validator, obj)
     # then `^[^\n]+$` fails as in Go (Python's `$` would accept it), quoting the CRD pattern
@@ -279,17 +274,7 @@ def test_go_end_anchor_rejects_trailing_newline(validator: Validator) -> None:
 
 def test_date_time_format_is_checked(validator: Validator) -> None:
     # given a ScheduledUpdate whose startTime is not RFC 3339
-    obj = {
-        "apiVersion": "slinky.slurm.net/v1beta1",
-        "kind": "NodeSet",
-        "metadata": {"name": "gpu", "namespace": "slurm"},
-        "spec": {
-            "controllerRef": {"name": "slurm"},
-            "slurmd": {"image": "ghcr.io/slinkyproject/slurmd:26.05-ubuntu26.04"},
-            "logfile": {"image": "docker.io/library/alpine:latest"},
-            "updateStrategy": {"type": "ScheduledUpdate", "scheduledUpdate": {"startTime": "2026-09-01 02:00"}},
-        },
-    }
+    obj = nodeset(updateStrategy={"type": "ScheduledUpdate", "scheduledUpdate": {"startTime": "2026-09-01 02:00"}})
     # when it is validated
     found = messages(validator, obj)
     # then the format error is reported; a proper timestamp passes

@@ -374,7 +374,7 @@ def with_defaults(instance: dict[str, Any]) -> dict[str, Any]:
 def _resolve(node: dict[str, Any]) -> dict[str, Any]:
     ref = node.get("$ref")
     if ref and ref.startswith("#/$defs/"):
-        target = dict(schema()["$defs"][ref.split("/")[-1]])
+        target = dict(_json_pointer(schema(), ref))
         target.update({k: v for k, v in node.items() if k != "$ref"})
         return target
     return node

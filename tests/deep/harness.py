@@ -1,9 +1,11 @@
 """Real Slurm 26.05 daemons on loopback for the deep tests: MariaDB, slurmdbd, slurmctld, dynamic slurmd.
 
 The daemons come from `../shared/slurm` (see its BUILD.md); nothing here is used by what users run.
-Every daemon listens on 127.0.0.1 only, keeps its state under one temporary folder and is stopped by
-`Site.close()`. The configuration is the effective one `--explain` assembles from a rendered tree,
-changed only where this machine forces it (`LOCAL_CHANGES` says each change and why).
+Each daemon stands for a pod's process and runs in a sandbox of its own (tests/deep/sandbox.py): slurmdbd
+and slurmctld in the pods slurm-operator builds (tests/deep/operator_pods.py), each slurmd with its own
+spool, log and /run, and a login sackd through which the test's own clients sign. They meet only over
+127.0.0.1. The configuration is the effective one `--explain` assembles from a rendered tree, changed only
+where this machine forces it (`LOCAL_CHANGES` says each change and why); `Site.close()` stops it all.
 """
 
 from __future__ import annotations
@@ -18,9 +20,13 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Mapping
 
 from tests.conftest import SHARED
+
+from . import operator_pods, sandbox
+from .pod import Pod
+from .sandbox import Mount, Plan
 
 REPO = Path(__file__).resolve().parents[2]
 #: the deep tests' own cluster specs (the shapes of the shipped examples; never clusters/)
@@ -32,18 +38,23 @@ PREFIX = Path("/opt/slurm2605")
 RUNTIME_FILES = {"mariadbd": Path("/usr/sbin/mariadbd"), "mariadb-install-db": Path("/usr/bin/mariadb-install-db"),
                  "mariadb": Path("/usr/bin/mariadb")}
 
-#: Each change this harness makes to the effective files, with the reason the environment forces it.
+#: Each change this harness makes to the effective files, with the reason the environment forces it. Paths
+#: stay as rendered: every daemon runs in a sandbox of its own (tests/deep/sandbox.py) with its pod's
+#: folders, so none needs a path of its own; sandbox.DIFFERENCES lists how a sandbox differs from a pod.
 LOCAL_CHANGES = {
     "SlurmctldHost": "the pod name and Service become localhost(127.0.0.1)",
-    "SlurmctldPort/SlurmdPort/AccountingStoragePort": "free loopback ports, not 6817-6819",
-    "AccountingStorageHost": "127.0.0.1 instead of the Accounting Service",
-    "StateSaveLocation/SlurmdSpoolDir/*LogFile/*PidFile": "paths under the test's folder (%n per slurmd)",
-    "AuthAltParameters": "jwt_key path under the test's folder",
+    "SlurmctldPort/SlurmdPort/AccountingStoragePort/DbdPort": "free loopback ports, not 6817-6819: every "
+                                                              "sandbox shares the host's network",
+    "AccountingStorageHost (slurm.conf, the accounts ConfigMap's client slurm.conf)": "127.0.0.1 instead of "
+                                                                                      "the Accounting Service",
     "CommunicationParameters=NoInAddrAny,NoCtldInAddrAny": "loopback only",
     "SlurmdParameters=config_overrides": "nodes declare more CPUs/memory than this machine has",
     "CgroupPlugin=cgroup/v1": "this build has only cgroup/v1 (BUILD.md); EKS nodes use v2",
     "gres.conf AutoDetect": "no NVML in this build: File= lines on stand-in device files",
-    "slurmdbd.conf Storage*/DbdHost/DbdPort/LogFile/PidFile": "the test's MariaDB and paths",
+    "slurmdbd.conf DbdHost/DbdAddr/DbdPort/Storage*": "the test's MariaDB and ports on loopback",
+    "slurmd --conf Port=": "one port per slurmd: they share the host's network",
+    "slurmd reads /etc/slurm": "the cluster's files mounted, where a Slinky worker fetches them from slurmctld "
+                               "(configless); the files are the same",
 }
 
 
@@ -84,16 +95,22 @@ def link_prefix() -> None:
 
 
 def prepare_machine() -> None:
-    """The build's prefix and the SlurmUser, as BUILD.md asks (root only)."""
+    """The build's prefix and the SlurmUser, uid and gid 401 as in the images (root only).
+
+    The sandboxes copy the host's /etc, so the host's `slurm` is the pods' `slurm`; the operator runs
+    slurmctld and slurmdbd as uid 401 (internal/builder/common/const.go SlurmUserUid)."""
     link_prefix()
+    uid = operator_pods.SLURM_UID
     try:
-        pwd.getpwnam("slurm")
+        have = pwd.getpwnam("slurm").pw_uid
     except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "slurm"],
-                       check=True)
-    for run_dir, owner in (("/run/slurmctld", "slurm"), ("/run/slurmdbd", "slurm"), ("/run/slurm", "root")):
-        Path(run_dir).mkdir(exist_ok=True)
-        shutil.chown(run_dir, owner, owner)
+        subprocess.run(["groupadd", "--system", "--gid", str(uid), "slurm"], check=True)
+        subprocess.run(["useradd", "--system", "--uid", str(uid), "--gid", str(uid), "--no-create-home",
+                        "--shell", "/usr/sbin/nologin", "slurm"], check=True)
+        have = uid
+    if have != uid:
+        raise RuntimeError(f"the host's slurm user has uid {have}; the pods' is {uid}: remove it (userdel slurm) "
+                           "and the deep tests make it again")
 
 
 def wait_for(what: str, ok, timeout: float = 30.0, pause: float = 0.2, log: Path | None = None) -> None:
@@ -164,7 +181,7 @@ class Site:
                         "--auth-root-authentication-method=normal", "--skip-test-db"],
                        check=True, capture_output=True)
         self.db_port = free_port()
-        self._start("mariadb", ["/usr/sbin/mariadbd", "--no-defaults", f"--datadir={data}",
+        self.start("mariadb", ["/usr/sbin/mariadbd", "--no-defaults", f"--datadir={data}",
                                 f"--socket={self.db_socket}", "--bind-address=127.0.0.1", f"--port={self.db_port}",
                                 "--user=root", f"--pid-file={self.root / 'mariadb.pid'}",
                                 "--innodb-buffer-pool-size=32M", "--skip-log-bin"])
@@ -178,68 +195,35 @@ class Site:
                                "-e", statement], capture_output=True, text=True, check=check)
 
     # ---- processes -----------------------------------------------------------------------
-    def _start(self, name: str, argv: list[str], env: Mapping[str, str] | None = None) -> Proc:
+    def start(self, name: str, argv: list[str]) -> Proc:
+        """A program (a sandbox's argv), its output in <name>.log; stopped by close()."""
         log = self.root / f"{name}.log"
         out = log.open("ab")
         popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 env={**os.environ, **(env or {})}, start_new_session=True)
+                                 start_new_session=True)
         out.close()
         proc = Proc(name, popen, log)
         self.procs.append(proc)
         return proc
 
     def close(self) -> None:
+        """Stop every sandbox: each takes its namespace's processes with it (a job's slurmstepd too)."""
         for proc in reversed(self.procs):
             proc.stop()
         self.procs.clear()
-        sweep(self.root)
-
 
     # ---- Slurm -----------------------------------------------------------------------------
-    def slurm_env(self, etc: Path) -> dict[str, str]:
-        return {"SLURM_CONF": str(etc / "slurm.conf"),
-                "PATH": f"{SHARED_SLURM / 'bin'}:{SHARED_SLURM / 'sbin'}:{os.environ.get('PATH', '')}"}
-
     def start_slurmdbd(self, slurmdbd_conf: str) -> None:
-        """slurmdbd on the site's MariaDB, from the effective slurmdbd.conf (storage and paths local)."""
-        etc = self.root / "dbd-etc"
-        etc.mkdir()
+        """slurmdbd in the Accounting's pod, on the site's MariaDB (storage and port local)."""
         self.dbd_port = free_port()
         text = slurmdbd_conf
         for key, value in {"DbdHost": "localhost", "DbdAddr": "127.0.0.1", "DbdPort": str(self.dbd_port),
                            "StorageHost": "127.0.0.1", "StoragePort": str(self.db_port),
-                           "StoragePass": "test-only", "LogFile": str(self.root / "slurmdbd.log"),
-                           "PidFile": str(self.root / "slurmdbd.pid"),
-                           "AuthAltParameters": f"jwt_key={etc / 'jwt.key'}"}.items():
+                           "StoragePass": "test-only"}.items():
             text = set_key(text, key, value)
-        write_keys(etc)
-        conf = etc / "slurmdbd.conf"
-        conf.write_text(text)
-        conf.chmod(0o600)
-        shutil.chown(conf, "slurm", "slurm")
-        # slurmdbd finds slurm.key next to slurm.conf; a stub slurm.conf points there
-        (etc / "slurm.conf").write_text("ClusterName=dbd\nSlurmctldHost=localhost\n")
-        dbd = self._start("slurmdbd", [str(SHARED_SLURM / "sbin" / "slurmdbd"), "-D"], self.slurm_env(etc))
-        wait_for("slurmdbd", lambda: dbd.check() and port_open(self.dbd_port), timeout=60,
-                 log=self.root / "slurmdbd.log")
-
-
-def sweep(folder: Path) -> None:
-    """Kill what the daemons left running (a job's slurmstepd outlives a stopped slurmd): every process
-    with a file open under `folder` (slurmstepd rewrites its environment, so its open log tells)."""
-    prefix = f"{folder}/"
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            held = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
-        except OSError:
-            continue  # gone, or not ours to read
-        if any(target.startswith(prefix) for target in held):
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-            except OSError:
-                pass
+        pod = operator_pods.accounting_pod(self.root / "slurmdbd-pod", text, KEY)
+        dbd = self.start("slurmdbd", pod.command("slurmdbd"))
+        wait_for("slurmdbd", lambda: dbd.check() and port_open(self.dbd_port), timeout=60, log=dbd.log)
 
 
 def port_open(port: int) -> bool:
@@ -258,44 +242,62 @@ def write_keys(etc: Path) -> None:
 
 
 KEY = bytes(range(256)) * 4  # a test-only key: 1 KiB, the size the chart generates
+KEYS = ("slurm.key", "jwt.key")
+
+
+def local_client_conf(text: str, dbd_port: int) -> str:
+    """A client slurm.conf that names the Accounting Service, pointed at the site's slurmdbd."""
+    return set_key(set_key(text, "AccountingStorageHost", "127.0.0.1"), "AccountingStoragePort", str(dbd_port))
 
 
 @dataclass
 class Cluster:
-    """One cluster's effective config on the site: slurmctld and its dynamic slurmd."""
+    """One cluster on the site: its Controller pod (our init container, then slurmctld), one sandbox per
+    slurmd, and a login sackd through which the test's own Slurm clients sign, as on the login pod."""
 
     site: Site
     name: str
     files: Mapping[str, str]  # effective files by name, as --explain assembles them
+    controller: Mapping[str, Any] = field(default_factory=dict)  # the rendered Controller
+    accounts: Mapping[str, str] = field(default_factory=dict)  # the slurm-accounts ConfigMap's data
     etc: Path = Path()
     ctld_port: int = 0
     ctld: Proc | None = None
+    pod: Pod | None = None
     slurmds: dict[str, Proc] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.etc = self.site.root / f"{self.name}-etc"
+        self.folder = self.site.root / self.name
+        self.folder.mkdir()
+        self.etc = self.folder / "etc"
         self.etc.mkdir()
         self.ctld_port = free_port()
-        self.state = self.site.root / f"{self.name}-state"
-        self.state.mkdir()
-        shutil.chown(self.state, "slurm", "slurm")
-        self.spool = self.site.root / f"{self.name}-spool"
+        # the statesave claim: a new EBS volume's ext4 root has lost+found; the kubelet applies fsGroup
+        self.state = self.folder / "statesave"
+        (self.state / "lost+found").mkdir(parents=True)
+        self.spool = self.folder / "spool"
         self.spool.mkdir()
+        self.jobs = self.folder / "jobs"  # job output files (-o), the same path in every slurmd sandbox
+        self.jobs.mkdir()
+        self.dev = self.folder / "dev"  # stand-in GPU device files, likewise
+        self.dev.mkdir()
         write_keys(self.etc)
         self.write_config(self.files)
+        self._start_login_sackd()
+
+    @property
+    def secrets(self) -> dict[str, dict[str, bytes]]:
+        """The Secrets the pods read: slurm.key and jwt.key under the names the Controller refers to."""
+        spec = self.controller.get("spec", {})
+        refs = [spec.get("slurmKeyRef", {"name": "slurm-auth-slurm", "key": "slurm.key"}),
+                spec.get("jwtKeyRef", {"name": "slurm-auth-jwt", "key": "jwt.key"})]
+        return {ref["name"]: {ref["key"]: KEY} for ref in refs}
 
     def local_slurm_conf(self, text: str) -> str:
-        logs = self.site.root / self.name
-        logs.mkdir(exist_ok=True)
-        shutil.chown(logs, "slurm", "slurm")
         local = {
             "SlurmctldHost": "localhost(127.0.0.1)", "SlurmctldPort": str(self.ctld_port),
             "SlurmdPort": str(free_port()), "AccountingStorageHost": "127.0.0.1",
-            "AccountingStoragePort": str(self.site.dbd_port), "StateSaveLocation": str(self.state),
-            "SlurmdSpoolDir": str(self.spool / "%n"), "SlurmctldLogFile": str(logs / "slurmctld.log"),
-            "SlurmSchedLogFile": None, "SlurmdLogFile": str(logs / "slurmd-%n.log"),
-            "SlurmctldPidFile": str(logs / "slurmctld.pid"), "SlurmdPidFile": str(logs / "slurmd-%n.pid"),
-            "AuthAltParameters": f"jwt_key={self.etc / 'jwt.key'}",
+            "AccountingStoragePort": str(self.site.dbd_port),
             "CommunicationParameters": "NoInAddrAny,NoCtldInAddrAny",
             "SlurmdParameters": "config_overrides",
         }
@@ -313,21 +315,64 @@ class Cluster:
                 text = set_key(text, "CgroupPlugin", "cgroup/v1")
             (self.etc / name).write_text(text)
 
+    def config_files(self) -> dict[str, str]:
+        """The files of /etc/slurm in the cluster's pods, as they are now (keys come from Secrets)."""
+        return {p.name: p.read_text() for p in sorted(self.etc.iterdir()) if p.name not in KEYS}
+
+    # ---- the login pod's sackd, for the test's own clients ------------------------------------
+    def _start_login_sackd(self) -> None:
+        run = self.folder / "login-run"  # the login pod's /run/slurm, where its clients find the socket
+        run.mkdir()
+        plan = Plan(argv=("sackd", "-D"), env={**sandbox.base_env(0, "login"), "RUNTIME_DIRECTORY": "/run/slurm/sack"},
+                    mounts=(Mount("/etc/slurm", self.etc, read_only=True), Mount("/run/slurm", run)))
+        self.sack_socket = run / "sack" / "sack.socket"
+        proc = self.site.start(f"{self.name}-login-sackd", sandbox.command(plan, self.folder / "login-sandbox"))
+        wait_for(f"{self.name} login sackd", lambda: proc.check() and self.sack_socket.is_socket(), log=proc.log)
+
     @property
     def env(self) -> dict[str, str]:
-        return self.site.slurm_env(self.etc)
+        """The environment of the test's clients: the cluster's slurm.conf, the login sackd's socket."""
+        return {"SLURM_CONF": str(self.etc / "slurm.conf"), "SLURM_SACK_SOCKET": str(self.sack_socket),
+                "PATH": f"{SHARED_SLURM / 'bin'}:{SHARED_SLURM / 'sbin'}:{os.environ.get('PATH', '')}"}
 
     def run(self, *argv: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
-        """A Slurm client command against this cluster."""
+        """A Slurm client command against this cluster, as a user of the login pod runs it."""
         done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
                               env={**os.environ, **self.env})
         if check and done.returncode != 0:
             raise AssertionError(f"{' '.join(argv)} exited {done.returncode}: {done.stdout}{done.stderr}")
         return done
 
-    def start_ctld(self, wait: bool = True, extra_args: Iterable[str] = ()) -> Proc:
-        self.ctld = self.site._start(f"{self.name}-slurmctld",
-                                     [str(SHARED_SLURM / "sbin" / "slurmctld"), "-D", *extra_args], self.env)
+    # ---- the Controller's pod -----------------------------------------------------------------
+    def local_accounts(self) -> dict[str, str]:
+        """The slurm-accounts ConfigMap with its client slurm.conf pointed at the site's slurmdbd."""
+        data = dict(self.accounts)
+        if "slurm.conf" in data:
+            data["slurm.conf"] = local_client_conf(data["slurm.conf"], self.site.dbd_port)
+        return data
+
+    def new_pod(self) -> Pod:
+        """A new Controller pod (after a restart: fresh emptyDirs and /run, the same claim)."""
+        n = len(list(self.folder.glob("controller-pod-*")))
+        return operator_pods.controller_pod(self.folder / f"controller-pod-{n}", self.controller,
+                                            self.config_files(), {"slurm-accounts": self.local_accounts()},
+                                            self.secrets, self.state)
+
+    def bootstrap(self) -> subprocess.CompletedProcess:
+        """A new Controller pod's init containers, in order; the pod then waits for start_ctld."""
+        self.pod = self.new_pod()
+        done = None
+        for init in self.pod.spec["initContainers"]:
+            done = self.pod.run(init["name"], timeout=600)
+            if done.returncode != 0:
+                break
+        assert done is not None, "the Controller has no init container"
+        return done
+
+    def start_ctld(self, wait: bool = True) -> Proc:
+        """slurmctld in the pod whose init containers ran (or in a new pod, without them)."""
+        pod, self.pod = self.pod or self.new_pod(), None
+        self.ctld = self.site.start(f"{self.name}-slurmctld", pod.command("slurmctld"))
         if wait:
             wait_for(f"{self.name} slurmctld", self.ctld_ready, timeout=60, log=self.ctld.log)
         return self.ctld
@@ -342,23 +387,30 @@ class Cluster:
         return self.ctld.stop() if self.ctld else None
 
     def close(self) -> None:
-        """Stop this cluster's jobs, slurmd and slurmctld (the site keeps MariaDB and slurmdbd)."""
+        """Stop this cluster's jobs, slurmd, slurmctld and login sackd (the site keeps slurmdbd)."""
         if self.ctld is not None and self.ctld.alive():
             self.run("scancel", "--full", "--state=RUNNING", check=False, timeout=20)
-        for proc in [*self.slurmds.values(), *([self.ctld] if self.ctld else [])]:
+        mine = [p for p in self.site.procs if p.name.startswith(f"{self.name}-")]
+        for proc in mine:
             proc.stop()
-            if proc in self.site.procs:
-                self.site.procs.remove(proc)
+            self.site.procs.remove(proc)
         self.slurmds.clear()
-        sweep(self.site.root / self.name)  # its logs: what still holds one is a leftover of this cluster
 
+    # ---- workers ----------------------------------------------------------------------------
     def start_slurmd(self, node: str, conf: str, wait: bool = True) -> Proc:
-        """A dynamic node as a Slinky worker pod starts it: `slurmd -Z --conf '<NodeSet conf>'`."""
+        """A dynamic node as a Slinky worker pod starts it (`slurmd -Z --conf '<NodeSet conf>'`), root,
+        in a sandbox of its own: its /var/spool/slurmd, /var/log/slurm and /run."""
         port = free_port()
-        (self.spool / node).mkdir(exist_ok=True)
-        proc = self.site._start(f"{self.name}-slurmd-{node}",
-                                [str(SHARED_SLURM / "sbin" / "slurmd"), "-D", "-Z", "-N", node,
-                                 "--conf", f"{conf} Port={port}"], self.env)
+        spool, logs = self.spool / node, self.folder / f"slurmd-{node}-log"
+        spool.mkdir(exist_ok=True)
+        logs.mkdir(exist_ok=True)
+        plan = Plan(argv=("slurmd", "-D", "-Z", "-N", node, "--conf", f"{conf} Port={port}"),
+                    env=sandbox.base_env(0, node),
+                    mounts=(Mount("/etc/slurm", self.etc, read_only=True), Mount("/var/spool/slurmd", spool),
+                            Mount("/var/log/slurm", logs), Mount(str(self.dev), self.dev), Mount(str(self.jobs), self.jobs)))
+        n = len(list(self.folder.glob(f"slurmd-{node}-sandbox-*")))
+        proc = self.site.start(f"{self.name}-slurmd-{node}",
+                               sandbox.command(plan, self.folder / f"slurmd-{node}-sandbox-{n}"))
         self.slurmds[node] = proc
         if wait:
             wait_for(f"slurmd {node}", lambda: self._registered(node, proc), timeout=60, log=proc.log)
@@ -370,6 +422,13 @@ class Cluster:
         shown = self.run("sinfo", "-h", "-N", "-n", node, "-o", "%t", check=False, timeout=10)
         states = set(shown.stdout.split())  # a line per partition of the node
         return shown.returncode == 0 and bool(states) and states <= {"idle", "mix", "alloc"}
+
+    def job_pod(self, job: Mapping[str, Any], accounts: Mapping[str, str] | None = None) -> Pod:
+        """The pod of a rendered Job, with this cluster's ConfigMap (or `accounts`) and Secrets."""
+        n = len(list(self.folder.glob("job-pod-*")))
+        return Pod(self.folder / f"job-pod-{n}", job["spec"]["template"]["spec"],
+                   configmaps={"slurm-accounts": dict(accounts) if accounts is not None else self.local_accounts()},
+                   secrets=self.secrets, hostname="slurm-accounts-load")
 
 
 @dataclass(frozen=True)

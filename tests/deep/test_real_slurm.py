@@ -1,18 +1,18 @@
 """The effective configuration in real Slurm 26.05.3 daemons: slurmdbd on MariaDB, slurmctld, dynamic slurmd.
 
-Each cluster spec under tests/deep/specs/ is rendered as users render it; its effective files
+Each cluster spec under tests/specs/ is rendered as users render it; its effective files
 (`--explain`), its Controller's init container, its dynamic node registrations and its accounts Job
-then run for real, changed only as harness.LOCAL_CHANGES lists. Deep tests: they skip without
-../shared/slurm (and fail then under SLURMGEN_REQUIRE_SHARED=1).
+then run for real, changed only as harness.LOCAL_CHANGES lists. Every rendered container and every daemon
+runs in a sandbox of its own with only what its pod has (tests/deep/sandbox.py: its volumes as the
+kubelet lays them out, its user, its env, an empty /run; sandbox.DIFFERENCES lists where it still differs
+from a pod). Deep tests: they skip without ../shared/slurm (and fail then under SLURMGEN_REQUIRE_SHARED=1).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
@@ -25,50 +25,16 @@ from tests.spec_builder import variant
 CLUSTERS = ["example", "training", "prod", "dev"]
 
 
-def _accounts_dir(cluster: Cluster, rendered: Rendered) -> tuple[Path, Path]:
-    """The slurm-accounts ConfigMap as files, and the client slurm.conf (slurmdbd local) with its key."""
-    folder = cluster.site.root / f"{cluster.name}-accounts"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir()
-    for name, text in rendered.obj("configmap-slurm-accounts.yaml")["data"].items():
-        (folder / name).write_text(text)
-    etc = folder / "client"
-    etc.mkdir()
-    conf = (folder / "slurm.conf").read_text()
-    conf = harness.set_key(conf, "AccountingStorageHost", "127.0.0.1")
-    conf = harness.set_key(conf, "AccountingStoragePort", str(cluster.site.dbd_port))
-    (etc / "slurm.conf").write_text(conf)
-    harness.write_keys(etc)
-    for path in (folder, *folder.iterdir()):
-        shutil.chown(path, "slurm", "slurm")
-    return folder, etc / "slurm.conf"
-
-
-def _run_container(cluster: Cluster, container: dict, env: dict[str, str], user: str | None = None,
-                   timeout: float = 120) -> subprocess.CompletedProcess:
-    """A rendered container's `/bin/sh -c SCRIPT`, with its env and the local paths in `env`."""
-    assert container["command"][:2] == ["/bin/sh", "-c"]
-    rendered_env = {e["name"]: e["value"] for e in container.get("env", [])}
-    full = {**os.environ, **cluster.env, **rendered_env, **env}
-    return subprocess.run(["/bin/sh", "-c", container["command"][2]], env=full, capture_output=True, text=True,
-                          timeout=timeout, user=user, cwd="/")
-
-
 def bootstrap(cluster: Cluster, rendered: Rendered) -> subprocess.CompletedProcess:
-    """The Controller pod's init container, as the pod's user (slurm)."""
-    (init,) = rendered.obj("controller-slurm.yaml")["spec"]["template"]["spec"]["initContainers"]
-    folder, conf = _accounts_dir(cluster, rendered)
-    return _run_container(cluster, init, {"STATE_DIR": str(cluster.state), "ACCOUNTS_DIR": str(folder),
-                                          "SLURM_CONF": str(conf), "DBD_TRIES": "3"}, user="slurm")
+    """A new Controller pod's init containers, each in its sandbox (its user, volumes, env; empty /run)."""
+    return cluster.bootstrap()
 
 
-def accounts_job(cluster: Cluster, rendered: Rendered) -> subprocess.CompletedProcess:
-    """The PostSync accounts Job's container, as root (its securityContext)."""
+def accounts_job(cluster: Cluster, rendered: Rendered, accounts: dict[str, str] | None = None,
+                 ) -> subprocess.CompletedProcess:
+    """The PostSync accounts Job's pod, in its sandbox (root, as its securityContext says)."""
     job = rendered.obj("job-slurm-accounts-load.yaml")
-    (container,) = job["spec"]["template"]["spec"]["containers"]
-    folder, conf = _accounts_dir(cluster, rendered)
-    return _run_container(cluster, container, {"ACCOUNTS_DIR": str(folder), "SLURM_CONF": str(conf),
-                                               "DBD_TRIES": "6"})
+    return cluster.job_pod(job, accounts).run("sacctmgr", timeout=600)
 
 
 GRES = re.compile(r"(?:^| )Gres=gpu:(?:([^: ]+):)?(\d+)")  # gpu:<model>:<n> (NVIDIA) or gpu:<n> (Neuron)
@@ -76,8 +42,7 @@ GRES = re.compile(r"(?:^| )Gres=gpu:(?:([^: ]+):)?(\d+)")  # gpu:<model>:<n> (NV
 
 def local_gres_conf(cluster: Cluster, nodes: dict[str, str]) -> str:
     """gres.conf for the nodes to be registered: File= lines on stand-in devices (no NVML in this build)."""
-    dev = cluster.site.root / f"{cluster.name}-dev"
-    dev.mkdir(exist_ok=True)
+    dev = cluster.dev
     lines = []
     for node, conf in sorted(nodes.items()):
         found = GRES.search(conf)
@@ -97,7 +62,9 @@ def local_gres_conf(cluster: Cluster, nodes: dict[str, str]) -> str:
 
 def start_cluster(site, name: str, rendered: Rendered, nodes: dict[str, str]) -> Cluster:
     files = dict(rendered.files)
-    cluster = Cluster(site, name, files)
+    accounts = [obj for path, obj in rendered.tree.items() if path.endswith("configmap-slurm-accounts.yaml")]
+    cluster = Cluster(site, name, files, controller=rendered.obj("controller-slurm.yaml"),
+                      accounts=accounts[0]["data"] if accounts else {})
     if "gres.conf" in files:
         (cluster.etc / "gres.conf").write_text(local_gres_conf(cluster, nodes))
     return cluster
@@ -217,7 +184,7 @@ def test_a_failed_start_does_not_block_the_next_one(example):
     failed.popen.wait(60)
     assert failed.popen.returncode != 0
     assert "invalid AllowQOS (firstboot)" in failed.log.read_text()
-    assert sorted(p.name for p in cluster.state.iterdir()) == ["clustername"]
+    assert sorted(p.name for p in cluster.state.iterdir()) == ["clustername", "lost+found"]
     # WHEN the pod starts again: init container, then slurmctld
     boot = bootstrap(cluster, rendered)
     # THEN the init container cleared the state the failed start left, and slurmctld comes up
@@ -226,7 +193,7 @@ def test_a_failed_start_does_not_block_the_next_one(example):
     cluster.start_ctld()
     # AND a later restart keeps its state (the init container touches nothing once state was saved)
     cluster.stop_ctld()
-    assert len(list(cluster.state.iterdir())) > 1
+    assert len(list(cluster.state.iterdir())) > 2
     boot = bootstrap(cluster, rendered)
     assert boot.returncode == 0 and "removing" not in boot.stdout
     cluster.start_ctld()
@@ -285,11 +252,9 @@ def test_accounts_job_fails_when_slurmdbd_differs_from_the_spec(example):
     assert bootstrap(cluster, rendered).returncode == 0
     cluster.start_ctld()
     assert accounts_job(cluster, rendered).returncode == 0
-    folder, conf = _accounts_dir(cluster, rendered)
-    (folder / "expected-associations").write_text("ops||normal|high\n")
-    (job,) = rendered.obj("job-slurm-accounts-load.yaml")["spec"]["template"]["spec"]["containers"]
+    accounts = {**cluster.local_accounts(), "expected-associations": "ops||normal|high\n"}
     # WHEN the Job's read-back runs on it
-    done = _run_container(cluster, job, {"ACCOUNTS_DIR": str(folder), "SLURM_CONF": str(conf), "DBD_TRIES": "2"})
+    done = accounts_job(cluster, rendered, accounts)
     # THEN it fails and names what differs
     assert done.returncode == 1
     assert "association ops: slurmdbd does not hold QOS='normal' DefaultQOS='high'" in done.stderr
@@ -312,6 +277,8 @@ def test_a_new_qos_and_a_partition_naming_it_come_up_in_one_sync(example):
     cluster.stop_ctld()
     _, changed = example("change-next", add_urgent, slurm_name="change")
     cluster.write_config(changed.files)
+    cluster.controller = changed.obj("controller-slurm.yaml")
+    cluster.accounts = changed.obj("configmap-slurm-accounts.yaml")["data"]
     if "gres.conf" in changed.files:
         (cluster.etc / "gres.conf").write_text(local_gres_conf(cluster, one_node_per_nodeset(changed)))
     boot = bootstrap(cluster, changed)
@@ -339,8 +306,7 @@ partitions: [{name: cpu, nodesets: [cpu]}]
 
 def _cpus_of_concurrent_jobs(cluster: Cluster, nodes: list[str]) -> list[str]:
     """Start one 1-CPU job per node (or two on one node), all at once; each prints the CPUs it may use."""
-    out = cluster.site.root / f"{cluster.name}-jobs"
-    out.mkdir(exist_ok=True)
+    out = cluster.jobs
     ids = []
     for i, node in enumerate(nodes):
         done = cluster.run("sbatch", "--parsable", "-p", "cpu", "-w", node, "-n1", "-c1", "--mem=100", "-t", "1",

@@ -101,6 +101,8 @@ def _exists(key: str) -> dict[str, str]:
 
 
 # Taints on Slurm compute nodes (see plan.py); node agents must tolerate all of them.
+#: aws-efa-k8s-device-plugin chart v0.5.30 values.yaml `image.tag`: the plugin the chart pins.
+EFA_PLUGIN_TAG = "v0.5.20"
 COMPUTE_TOLERATIONS = [_exists("aws.amazon.com/neuron"), _exists("nvidia.com/gpu"), _exists("slurmgen.dev/compute")]
 
 
@@ -138,7 +140,10 @@ def efa_device_plugin(spec: ClusterSpec, other_taints: tuple[str, ...] = (), poo
         release_name="aws-efa-k8s-device-plugin", wave=waves.OPERATORS,
         # The chart's image is in the us-west-2 registry (values.yaml v0.5.30): pull from the
         # cluster's own Region, which private subnets reach through their regional ECR endpoints.
-        values={"image": {"repository": f"{eks_addon_registry(spec.aws.region)}/eks/aws-efa-k8s-device-plugin"},
+        # The tag is the chart's own default (values.yaml v0.5.30: `tag: "v0.5.20"`), written out so
+        # the tree names the whole image it pulls (tests/test_image_pins.py keeps the two equal).
+        values={"image": {"repository": f"{eks_addon_registry(spec.aws.region)}/eks/aws-efa-k8s-device-plugin",
+                          "tag": EFA_PLUGIN_TAG},
                 "tolerations": COMPUTE_TOLERATIONS + [_exists(key) for key in sorted(other_taints)], **placement},
     )
 

@@ -6,6 +6,7 @@ The spec is tests/data/efa/layouts.yaml; the facts each case rests on are in its
 from __future__ import annotations
 
 from collections import Counter
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,9 @@ import pytest
 
 from slurmgen.synth.build import render
 from slurmgen.catalog.catalog import load_catalog
-from slurmgen.catalog.efa_layout import efa_layout, network_cards, nodeset_efa_layout
-from slurmgen.catalog.generate_network_cards import extract
+from slurmgen.catalog.efa_layout import (NETWORK_CARDS_CSV, CardOverride, card_overrides, efa_layout, network_cards,
+                                         nodeset_efa_layout, parse_network_cards, parse_overrides)
+from slurmgen.catalog.generate_network_cards import covered_overrides, extract
 from slurmgen.spec import parse_text
 from slurmgen.verify.schemas import Validator
 
@@ -62,6 +64,49 @@ def test_p6_b300_keeps_card_0_ena_only(cluster):
     assert slurmd_efa(cluster, "b300") == 16
 
 
+@pytest.mark.parametrize("nodeset, cards", [("trn2", 16), ("trn1", 8), ("trn1n", 16)])
+def test_trainium_gets_an_ena_primary_and_one_efa_only_per_card(cluster, nodeset, cards):
+    # GIVEN a Trainium type with as many network cards as EFA (trn2.48xlarge: 16 cards from the cited
+    # override row, since Karpenter v1.14.1's table lacks it; trn1/trn1n from Karpenter's table)
+    layout = interfaces(cluster, nodeset)
+    # THEN the same layout as p5: ENA primary, efa-only beside it on card 0, one per other card,
+    # so no EFA takes a subnet IP (without it Karpenter attaches one full `efa` ENI per card)
+    assert layout == [(0, 0, "interface"), (0, 1, "efa-only")] + [(card, 0, "efa-only") for card in range(1, cards)]
+    assert sum(t == "efa-only" for _, _, t in layout) == slurmd_efa(cluster, nodeset) == cards
+
+
+def test_overrides_cite_a_source_and_never_shadow_karpenter():
+    # GIVEN the hand-kept card counts beside the generated Karpenter table
+    text = resources.files("slurmgen.catalog").joinpath(NETWORK_CARDS_CSV).read_text(encoding="utf-8")
+    karpenter = parse_network_cards(text, NETWORK_CARDS_CSV)
+    overrides = card_overrides()
+    # THEN trn2.48xlarge is there with the VPC CNI table's 16 cards and its citation
+    assert overrides["trn2.48xlarge"].network_cards == 16
+    assert "vpc-cni-v1.23.0" in overrides["trn2.48xlarge"].source
+    # AND no row names a type Karpenter's table has (Karpenter is the primary source: such a row is stale)
+    assert sorted(set(overrides) & set(karpenter)) == []
+    assert all(o.source for o in overrides.values())
+    # AND the merged table carries both
+    assert network_cards()["trn2.48xlarge"] == 16 and network_cards()["trn1n.32xlarge"] == 16
+
+
+@pytest.mark.parametrize("text, error", [
+    ("instance_type,network_cards\nx,2\n", "expected the header"),
+    ("instance_type,network_cards,source\nx,2,\n", "bad row"),
+    ("instance_type,network_cards,source\nx,1,somewhere\n", "bad row"),
+    ("instance_type,network_cards,source\nx,2,a\nx,3,b\n", "listed twice"),
+])
+def test_an_override_without_a_source_or_with_a_bad_count_is_refused(text, error):
+    with pytest.raises(ValueError, match=error):
+        parse_overrides(text, "o.csv")
+
+
+def test_the_generator_names_overrides_karpenter_now_covers():
+    overrides = {"trn2.48xlarge": CardOverride(16, "s"), "x.big": CardOverride(4, "s")}
+    assert covered_overrides({"trn2.48xlarge": 16}, overrides) == [
+        "network_cards_overrides.csv: trn2.48xlarge is now in Karpenter's table (16 cards, override 16); drop the row"]
+
+
 @pytest.mark.parametrize("nodeset, why", [
     ("one", "single card: the full EFA is the primary ENI already; a layout would only cost a card-0 ENI slot"),
     ("noefa", "EFA not asked: a layout would attach EFAs to every node whatever the pods request"),
@@ -81,7 +126,7 @@ def test_types_sharing_one_layout_share_it(cluster):
 def test_rendered_layouts_pass_the_vendored_crd_schema_and_its_cel_rules(cluster):
     validator = Validator.create()
     checked = 0
-    for nodeset in ("p5", "b300", "same"):
+    for nodeset in ("p5", "b300", "same", "trn2"):
         obj = node_class(cluster, nodeset)
         # THEN the vendored EC2NodeClass schema (Karpenter v1.14.1) accepts it
         assert validator.validate(obj) == [], nodeset
@@ -94,7 +139,7 @@ def test_rendered_layouts_pass_the_vendored_crd_schema_and_its_cel_rules(cluster
         assert len({(c, d) for c, d, _ in layout}) == len(layout)
         assert max(Counter(c for c, _, t in layout if t == "efa-only").values()) == 1
         checked += 1
-    assert checked == 3
+    assert checked == 4
 
 
 def test_the_schema_check_does_see_the_field(cluster):

@@ -32,11 +32,11 @@ def test_model_is_immutable():
 
 
 def test_image_overrides_per_component_and_per_nodeset():
-    text = spec_text(partitions=ALL, nodeset={"image": "r.io/me/slurmd:1"},
-                     images={"overrides": {"slurmctld": "r.io/me/slurmctld:2"}})
+    text = spec_text(partitions=ALL, nodeset={"image": "r.io/me/slurmd:1.0.0"},
+                     images={"overrides": {"slurmctld": "r.io/me/slurmctld:2.0.0"}})
     spec = parse_text("t.yaml", text)
-    assert spec.nodesets[0].image == "r.io/me/slurmd:1"
-    assert spec.images.for_component("slurmctld") == "r.io/me/slurmctld:2"
+    assert spec.nodesets[0].image == "r.io/me/slurmd:1.0.0"
+    assert spec.images.for_component("slurmctld") == "r.io/me/slurmctld:2.0.0"
     assert spec.images.for_component("slurmrestd").endswith("/slurmrestd:26.05.1-ubuntu26.04")
 
 

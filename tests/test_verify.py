@@ -35,9 +35,27 @@ def test_unpinned_images_are_refused(rendered):
         obj["spec"]["slurmrestd"]["image"] = f"ghcr.io/slinkyproject/slurmrestd{tag}"
         return verify.static_checks([with_files(cluster, **{"slurm/restapi-slurm.yaml": obj})])
     assert mutate(":latest") == ["example/slurm/restapi-slurm.yaml: image 'ghcr.io/slinkyproject/slurmrestd:latest' "
-                                 "is not pinned to a tag or digest"]
+                                 "has the floating tag 'latest' (fewer than major.minor.patch: its publisher moves it "
+                                 "to each new release); pin a patch release or a sha256 digest"]
     assert len(mutate("")) == 1
+    assert len(mutate(":26.05-ubuntu26.04")) == 1  # a minor line moves with every patch
+    assert mutate(":26.05.1-ubuntu26.04") == []
     assert mutate("@sha256:" + "a" * 64) == []
+
+
+def test_an_untagged_image_in_chart_values_is_refused(rendered):
+    # GIVEN the EFA device plugin's Application with only image.repository in its values (the chart's
+    # tag would then be whatever the chart says, which the tree does not show)
+    cluster = rendered["training"]
+    rel = next(r for r, o in cluster.files.items() if o["kind"] == "Application"
+               and o["spec"]["source"].get("chart") == "aws-efa-k8s-device-plugin")
+    app = copy.deepcopy(cluster.files[rel])
+    del app["spec"]["source"]["helm"]["valuesObject"]["image"]["tag"]
+    repository = app["spec"]["source"]["helm"]["valuesObject"]["image"]["repository"]
+    # THEN the static checks name the file and the image as the chart would build it
+    assert verify.static_checks([with_files(cluster, **{rel: app})]) == [
+        f"training/{rel}: image {repository!r} has no tag (a floating tag: the registry serves whatever latest is); "
+        "pin a patch release or a sha256 digest"]
 
 
 @pytest.mark.parametrize("entry", ["*", "https://github.com/o/{r,x}.git", "https://github.com/o/r?.git",

@@ -17,7 +17,10 @@ ENI itself (no extra IP), while a layout would add an efa-only ENI on card 0 and
 (Karpenter subtracts efa-only ENIs on card 0 from max pods, types.go ENILimitedPods).
 
 Which cards support EFA is not in our catalog; `network_cards.csv` holds the card count per type
-(generate_network_cards.py). Two shapes are known: every card supports EFA (cards == EfaInfo
+(generate_network_cards.py, from Karpenter's own table), and `network_cards_overrides.csv` the few
+multi-card types that table lacks, each row citing its source (trn2.48xlarge: 16 cards, per the
+Amazon VPC CNI's DescribeInstanceTypes table; Karpenter v1.14.1 has no trn2 row, so without it the
+type got Karpenter's default full-EFA ENIs, each taking subnet IPs). Two shapes are known: every card supports EFA (cards == EfaInfo
 maximum, e.g. p5.48xlarge 32/32), or card 0 is ENA-only and the others are EFA-capable
 (p6-b300.48xlarge 17 cards / 16 EFA, per AWS in aws/aws-parallelcluster#7143). Any other shape, or
 a type whose card count we do not know, gets no layout: Karpenter's own per-type full-EFA ENIs stay.
@@ -25,6 +28,7 @@ a type whose card count we do not know, gets no layout: Karpenter's own per-type
 
 from __future__ import annotations
 
+import csv
 import functools
 from dataclasses import dataclass
 from importlib import resources
@@ -33,6 +37,7 @@ from typing import Iterable, Mapping
 from .catalog import InstanceType
 
 NETWORK_CARDS_CSV = "network_cards.csv"
+NETWORK_CARDS_OVERRIDES_CSV = "network_cards_overrides.csv"
 INTERFACE = "interface"
 EFA_ONLY = "efa-only"
 
@@ -66,11 +71,46 @@ def parse_network_cards(text: str, origin: str) -> dict[str, int]:
     return cards
 
 
+@dataclass(frozen=True)
+class CardOverride:
+    """A card count from outside Karpenter's table, with where it comes from."""
+
+    network_cards: int
+    source: str
+
+
+def parse_overrides(text: str, origin: str) -> dict[str, CardOverride]:
+    """{instance type: override} from the hand-kept csv; every row must cite its source."""
+    rows = list(csv.reader(line for line in text.splitlines() if line and not line.startswith("#")))
+    if not rows or rows[0] != ["instance_type", "network_cards", "source"]:
+        raise ValueError(f"{origin}: expected the header 'instance_type,network_cards,source'")
+    found: dict[str, CardOverride] = {}
+    for row in rows[1:]:
+        if len(row) != 3 or not row[0] or not row[1].isdigit() or int(row[1]) < 2 or not row[2].strip():
+            raise ValueError(f"{origin}: bad row {','.join(row)!r}: instance type, cards (2 or more), source")
+        if row[0] in found:
+            raise ValueError(f"{origin}: {row[0]} is listed twice")
+        found[row[0]] = CardOverride(int(row[1]), row[2].strip())
+    return found
+
+
+def _packaged(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def card_overrides() -> Mapping[str, CardOverride]:
+    """The packaged overrides: types Karpenter's table lacks, each with its citation."""
+    return parse_overrides(_packaged(NETWORK_CARDS_OVERRIDES_CSV), NETWORK_CARDS_OVERRIDES_CSV)
+
+
 @functools.lru_cache(maxsize=1)
 def network_cards() -> Mapping[str, int]:
-    """The packaged card counts of multi-card types (a type not listed: one card, or not known)."""
-    text = resources.files(__package__).joinpath(NETWORK_CARDS_CSV).read_text(encoding="utf-8")
-    return parse_network_cards(text, NETWORK_CARDS_CSV)
+    """Card counts of multi-card types (a type not listed: one card, or not known): Karpenter's table,
+    then an override for a type it lacks (Karpenter wins where both have one)."""
+    cards = parse_network_cards(_packaged(NETWORK_CARDS_CSV), NETWORK_CARDS_CSV)
+    extra = {name: o.network_cards for name, o in card_overrides().items() if name not in cards}
+    return {**cards, **extra}
 
 
 def efa_layout(it: InstanceType, cards: Mapping[str, int] | None = None) -> Layout | None:

@@ -8,7 +8,9 @@ This script reads the card count of every multi-card type out of it and writes a
     python -m slurmgen.catalog.generate_network_cards --karpenter v1.14.1 vpclimits.go \
         > slurmgen/catalog/network_cards.csv
 
-The table lacks some types (hpc*, trn2, *.metal-*xl in v1.14.1): those get no EFA layout (efa_layout.py).
+The table lacks some types (hpc*, trn2, *.metal-*xl in v1.14.1): those get no EFA layout (efa_layout.py)
+unless ``network_cards_overrides.csv`` gives their count with a citation. Karpenter stays the primary
+source: the script names, on stderr, each override the new table now covers, to be dropped.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import hashlib
 import re
 import sys
 from pathlib import Path
+from typing import Mapping
 
-from .efa_layout import NETWORK_CARDS_CSV, parse_network_cards
+from .efa_layout import (NETWORK_CARDS_CSV, NETWORK_CARDS_OVERRIDES_CSV, CardOverride, card_overrides,
+                         parse_network_cards)
 
 _TYPE = re.compile(r'^\t"([a-z0-9][a-z0-9.-]*)": \{$', re.M)
 _CARD = re.compile(r"^\t+NetworkCardIndex:\s+\d+,$", re.M)
@@ -55,13 +59,22 @@ def render(name: str, text: str, karpenter: str) -> str:
     return out
 
 
+def covered_overrides(cards: Mapping[str, int], overrides: Mapping[str, CardOverride]) -> list[str]:
+    """One line per override the Karpenter table now has: it no longer applies and should go."""
+    return [f"{NETWORK_CARDS_OVERRIDES_CSV}: {name} is now in Karpenter's table ({cards[name]} cards, override "
+            f"{o.network_cards}); drop the row" for name, o in sorted(overrides.items()) if name in cards]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--karpenter", required=True, help="the Karpenter tag the file is from, e.g. v1.14.1")
     parser.add_argument("source", type=Path, help="zz_generated.vpclimits.go")
     args = parser.parse_args(argv)
     try:
-        sys.stdout.write(render(args.source.name, args.source.read_text(encoding="utf-8"), args.karpenter))
+        text = args.source.read_text(encoding="utf-8")
+        sys.stdout.write(render(args.source.name, text, args.karpenter))
+        for line in covered_overrides(extract(text, args.source.name), card_overrides()):
+            print(line, file=sys.stderr)
     except (OSError, ValueError) as err:
         print(err, file=sys.stderr)
         return 2

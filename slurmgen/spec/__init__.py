@@ -1,8 +1,9 @@
 """The spec layer: `clusters/<name>.yaml` in, a validated immutable ClusterSpec out."""
 
+from ._images import floating_image, image_parts
 from .errors import Problem, SpecError
 from .loader import load_spec, load_specs, parse_text, rules_for
 from .model import ClusterSpec, NodeSetSpec, Partition
 
 __all__ = ["ClusterSpec", "NodeSetSpec", "Partition", "Problem", "SpecError",
-           "load_spec", "load_specs", "parse_text", "rules_for"]
+           "floating_image", "image_parts", "load_spec", "load_specs", "parse_text", "rules_for"]

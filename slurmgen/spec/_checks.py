@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from ..kube import naming
 from ..kube.quantity import memory_mib
-from ._images import pinned_slurm_images
+from ._images import pinned_images
 from ._slurm import COMMENT, slurm_key, slurm_keys
 from ._topology import topology_rules
 from .arn import AMP_HOST, AMP_URL, role_problems
@@ -934,7 +934,7 @@ RULES: tuple[Rule, ...] = (
     directory_placement,
     directory_user_names,
     directory_admin_groups,
-    pinned_slurm_images,
+    pinned_images,
 )
 
 
@@ -976,7 +976,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     directory_placement: ("directory", "storage", "secrets", "login", "aws"),
     directory_user_names: ("directory", "policy"),
     directory_admin_groups: ("directory", "policy"),
-    pinned_slurm_images: ("versions", "images", "nodesets"),
+    pinned_images: ("versions", "images", "nodesets", "topology"),
 }
 
 EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule can trust any section

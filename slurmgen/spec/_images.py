@@ -16,6 +16,13 @@ access), hence the spec carries them.
 Decision: refuse a floating tag (it makes the render non-reproducible); accept a patch tag (the
 upstream default pin level); accept a digest anywhere an image reference is taken. A bump of
 either shows in `--summary` as a `version: image` line (slurmgen/review/summary.py).
+
+The same holds for every other image the tree renders (`floating_image`): a tag short of
+major.minor.patch is one its publisher moves. `alpine:3.22` is re-pointed at each Alpine patch
+(docker-library/official-images `library/alpine` tags `3.22.5, 3.22` at fe29341, 2026-06-22,
+after 3.22.0 to 3.22.4 under the same `3.22`), `latest` and no tag at each release. So the spec
+refuses such a tag in every image reference it takes (`pinned_images`), and the static checks
+refuse it in every rendered object (slurmgen/verify/objects.py), chart values included.
 """
 
 from __future__ import annotations
@@ -49,26 +56,71 @@ def floating_tag(tag: str) -> str | None:
     return _patch_hint(match["minor"], match["flavor"]) if match else None
 
 
-def _ref_tag(ref: str) -> tuple[str, str | None, bool]:
-    """(repository, tag, has digest) of an image reference; a registry port is not a tag."""
-    name, at, _ = ref.partition("@")
-    last = name.rsplit("/", 1)[-1]
-    if ":" in last:
-        repo, _, tag = name.rpartition(":")
-        return repo, tag, bool(at)
-    return name, None, bool(at)
+def image_parts(ref: str) -> tuple[str, str | None, str | None]:
+    """(repository, tag, digest) of an image reference: `reg:5000/app:1.2@sha256:…` ->
+    (`reg:5000/app`, `1.2`, `sha256:…`). A registry's port is not a tag; no `@` is digest None."""
+    name, at, digest = ref.partition("@")
+    if ":" in name.rsplit("/", 1)[-1]:
+        repository, _, tag = name.rpartition(":")
+        return repository, tag, digest if at else None
+    return name, None, digest if at else None
+
+
+#: The version a tag starts with (`v0.5.20`, `3.13.7-alpine3.22` -> `3.13.7`): its dot parts count.
+_VERSION = re.compile(r"^[vV]?(?P<version>[0-9]+(?:\.[0-9]+)*)(?P<rest>.*)$")
+#: major.minor.patch: fewer parts name a line of releases, which the publisher moves.
+PATCH_PARTS = 3
+
+
+def _patch_of(tag: str | None) -> str:
+    """The tag to write instead of a floating one: `3.22` -> `3.22.<patch>`, `1-x` -> `1.<minor>.<patch>-x`."""
+    match = _VERSION.match(tag or "")
+    if not match:
+        return "<major>.<minor>.<patch>"
+    parts = match["version"].split(".")
+    missing = ["<major>", "<minor>", "<patch>"][len(parts):]
+    prefix = tag[:1] if tag and tag[0] in "vV" else ""
+    return prefix + ".".join(parts + missing) + match["rest"]
+
+
+def floating_image(ref: str) -> str | None:
+    """Why `ref` can pull other bytes tomorrow, or None when it is pinned: by a sha256 digest, or by
+    a tag whose version has major.minor.patch (`3.22.5`, `v0.5.20`, `3.13.7-alpine3.22`)."""
+    _, tag, digest = image_parts(ref)
+    if digest is not None and digest.startswith("sha256:"):
+        return None
+    if tag is None:
+        return "has no tag (a floating tag: the registry serves whatever latest is)"
+    match = _VERSION.match(tag)
+    if match and len(match["version"].split(".")) >= PATCH_PARTS:
+        return None
+    return f"has the floating tag {tag!r} (fewer than major.minor.patch: its publisher moves it to each new release)"
+
+
+def pin_hint(ref: str) -> str:
+    """What to write instead of a floating `ref`: the patch tag, or the same with a digest."""
+    repo, tag, _ = image_parts(ref)
+    fix = f"{repo}:{_patch_of(tag)}"
+    return f"write {fix} or pin a digest: {fix}@sha256:<digest>"
 
 
 def _image_refs(spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    for component, ref in sorted(spec["images"].get("overrides", {}).items()):
+    """(field, reference) of every image the spec takes whole."""
+    images = spec["images"]
+    if images.get("sidecar"):
+        yield "images.sidecar", images["sidecar"]
+    for component, ref in sorted(images.get("overrides", {}).items()):
         yield f"images.overrides.{component}", ref
     for index, ns in enumerate(spec["nodesets"]):
         if ns.get("image"):
             yield f"nodesets[{index}].image", ns["image"]
+    labeler = (spec.get("topology") or {}).get("labelerImage")
+    if labeler:
+        yield "topology.labelerImage", labeler
 
 
-def pinned_slurm_images(spec: dict[str, Any]) -> Iterator[Finding]:
-    """Refuse a floating Slurm image tag in versions.slurmImageTag and in Slinky image references."""
+def pinned_images(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Refuse a floating tag in versions.slurmImageTag and in every image reference the spec takes."""
     tag = spec["versions"]["slurmImageTag"]
     fix = floating_tag(tag)
     overridden = set(spec["images"].get("overrides", {}))
@@ -77,10 +129,10 @@ def pinned_slurm_images(spec: dict[str, Any]) -> Iterator[Finding]:
                f"{tag!r} is a floating tag: {_why()}; pin the patch release, e.g. {fix!r} "
                "(for byte-exact images add the digests in images.overrides.<component>: <repo>:<tag>@sha256:<digest>)")
     for where, ref in _image_refs(spec):
-        repo, ref_tag, digest = _ref_tag(ref)
-        if digest or ref_tag is None or not repo.startswith(SLINKY_REPOS):
-            continue
-        fix = floating_tag(ref_tag)
-        if fix:
-            yield where, (f"{ref!r} has a floating tag: {_why()}; write {repo}:{fix} "
-                          f"or pin a digest: {repo}:{fix}@sha256:<digest>")
+        repo, ref_tag, digest = image_parts(ref)
+        slinky_fix = floating_tag(ref_tag) if ref_tag and repo.startswith(SLINKY_REPOS) else None
+        if digest is None and slinky_fix:
+            yield where, (f"{ref!r} has a floating tag: {_why()}; write {repo}:{slinky_fix} "
+                          f"or pin a digest: {repo}:{slinky_fix}@sha256:<digest>")
+        elif reason := floating_image(ref):
+            yield where, f"{ref!r} {reason}; {pin_hint(ref)}"

@@ -6,17 +6,22 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 from ..plan.nodesets import NodeSetPlan
-from ..spec import ClusterSpec
+from ..spec import ClusterSpec, floating_image, image_parts
 
 Obj = dict[str, Any]
 
+__all__ = ["Obj", "Rendered", "RenderedCluster", "floating_image", "image_parts", "images", "values_image"]
+
 
 def images(obj: Any) -> Iterator[str]:
-    """Every `image:` value anywhere in an object (containers, Slinky wrappers, init containers)."""
+    """Every image anywhere in an object: `image:` strings (containers, Slinky wrappers, init
+    containers) and Helm values' `image: {registry, repository, tag, digest}` maps, as one reference."""
     if isinstance(obj, dict):
         for key, value in obj.items():
             if key == "image" and isinstance(value, str):
                 yield value
+            elif key == "image" and isinstance(value, dict) and isinstance(value.get("repository"), str):
+                yield values_image(value)
             else:
                 yield from images(value)
     elif isinstance(obj, list):
@@ -24,14 +29,17 @@ def images(obj: Any) -> Iterator[str]:
             yield from images(item)
 
 
-def image_parts(ref: str) -> tuple[str, str | None, str | None]:
-    """(repository, tag, digest) of an image reference: `reg:5000/app:1.2@sha256:…` ->
-    (`reg:5000/app`, `1.2`, `sha256:…`). A registry's port is not a tag; no `@` is digest None."""
-    name, at, digest = ref.partition("@")
-    if ":" in name.rsplit("/", 1)[-1]:
-        repository, _, tag = name.rpartition(":")
-        return repository, tag, digest if at else None
-    return name, None, digest if at else None
+def values_image(value: Mapping[str, Any]) -> str:
+    """The reference a chart builds from an `image:` values map (`registry/repository:tag@digest`, the
+    common chart layout); a part we leave unset is missing here too, so the pin check sees it."""
+    ref = str(value["repository"])
+    if value.get("registry"):
+        ref = f"{value['registry']}/{ref}"
+    if value.get("tag"):
+        ref = f"{ref}:{value['tag']}"
+    if value.get("digest"):
+        ref = f"{ref}@{value['digest']}"
+    return ref
 
 
 @dataclass(frozen=True)

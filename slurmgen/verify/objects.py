@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..synth.rendered import RenderedCluster, image_parts, images
+from ..synth.rendered import RenderedCluster, floating_image, images
 from ..spec.secrets_scan import scan_rendered
 from ..catalog.catalog import InstanceType, load_catalog
 from .consistency import check_placement
@@ -66,10 +66,9 @@ def policy_problems(cluster: RenderedCluster) -> Iterator[str]:
             yield f"{where}: a Secret with data would put a secret value in git; reference it instead"
         for finding in scan_rendered(obj):  # backstop: the spec's own scan names the field and the fix
             yield f"{where}: {finding}, which would land in git; keep it in a Secret and reference it"
-        for image in images(obj):
-            _, tag, digest = image_parts(image)
-            if not (digest or "").startswith("sha256:") and tag in (None, "latest"):
-                yield f"{where}: image {image!r} is not pinned to a tag or digest"
+        for image in images(obj):  # chart values' image maps too
+            if reason := floating_image(image):
+                yield f"{where}: image {image!r} {reason}; pin a patch release or a sha256 digest"
 
 
 def placement_problems(cluster: RenderedCluster, catalog: Mapping[str, InstanceType]) -> Iterator[str]:

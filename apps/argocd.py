@@ -17,7 +17,8 @@ from charts._objects import emit, wave
 from charts.unit import UnitChart
 from slurmgen.spec import ClusterSpec
 from slurmgen.kube import waves
-from slurmgen.kube.vocabulary import APPLICATION_HEALTH_LUA, HEALTH_KEY, KEEP, SYNC_OPTIONS
+from slurmgen.kube.health import argocd_cm_data
+from slurmgen.kube.vocabulary import KEEP, SYNC_OPTIONS
 from .helm import HelmRelease
 
 API = "argoproj.io/v1alpha1"
@@ -36,7 +37,9 @@ FINALIZER = "resources-finalizer.argocd.argoproj.io"
 #   broken commit would hold the operation and autoSync ("another operation is in progress")
 #   would never pick up the fix.
 # A broken manifest still surfaces: the Application shows the failed operation and its message
-# ("Retrying attempt #n") and the sync waves behind it wait.
+# ("Retrying attempt #n") and the sync waves behind it wait. The operation stays Running meanwhile,
+# as does one that waits on a resource never healthy (no failure, so no retry): no auto-sync, and a
+# manual sync is refused, until it is terminated (docs/bootstrap.md, "A sync that stays Running").
 RETRY = {"limit": -1, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}, "refresh": True}
 PART_OF = "app.kubernetes.io/part-of"
 
@@ -159,12 +162,12 @@ class RootChart(Chart):
 
 
 class ArgoCDSettingsChart(Chart):
-    """`dist/<cluster>/argocd/`: the `argocd-cm` key the sync waves need, as a merge patch.
+    """`dist/<cluster>/argocd/`: the `argocd-cm` keys the sync waves need (kube/health.py), as a merge patch.
 
     Not applied with `kubectl apply`: a whole ConfigMap would replace the user's settings, and
     `kubectl apply --server-side` first hands every field owned by an earlier client-side apply to
     its own field manager (kubectl apply.go migrateToSSAIfNecessary), then drops what this file
-    lacks. `kubectl patch --type merge --patch-file` adds this one key and touches nothing else;
+    lacks. `kubectl patch --type merge --patch-file` adds these keys and touches nothing else;
     no labels either (a Helm-installed argocd-cm keeps its managed-by label). Same bytes for every
     cluster, so patching it again for another cluster changes nothing.
     """
@@ -175,4 +178,4 @@ class ArgoCDSettingsChart(Chart):
         super().__init__(scope, f"{spec.name}-argocd", disable_resource_name_hashes=True)
         obj = ApiObject(self, "argocd-cm", api_version="v1", kind="ConfigMap",
                         metadata=ApiObjectMetadata(name="argocd-cm", namespace=spec.gitops.argocd_namespace))
-        obj.add_json_patch(JsonPatch.add("/data", {HEALTH_KEY: APPLICATION_HEALTH_LUA}))
+        obj.add_json_patch(JsonPatch.add("/data", argocd_cm_data()))

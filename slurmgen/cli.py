@@ -87,11 +87,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="processes that render (default: from the CPUs, the number of clusters to render and "
                         "the memory budget $SLURMGEN_MEMORY_MB, 400)")
     p.add_argument("--argocd-settings", choices=("plain", "helm", "operator"), metavar="INSTALL",
-                   help="print the Argo CD health check the sync waves need, for a kubectl-installed (plain), "
+                   help="print the Argo CD health checks the sync waves need, for a kubectl-installed (plain), "
                         "Helm-installed (helm) or operator-managed (operator) Argo CD; render nothing")
     p.add_argument("--verify-argocd", metavar="FILE",
                    help="check that `kubectl get cm argocd-cm -o yaml` output (FILE, or - for stdin) holds "
-                        "that health check; exit 1 when it does not; render nothing")
+                        "those health checks; exit 1 when it does not; render nothing")
     return p
 
 
@@ -111,7 +111,7 @@ def _argocd(args: argparse.Namespace) -> int:
     for line in problems:
         print(f"{source}: {line}")
     if not problems:
-        print(f"{source}: argocd-cm has slurmgen's Application health check")
+        print(f"{source}: argocd-cm has slurmgen's health checks (Application and the Slinky kinds)")
     return 1 if problems else 0
 
 

@@ -217,7 +217,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 @pytest.mark.parametrize("name", ["example", "training", "prod", "dev"])
-def test_argocd_cm_patch_adds_the_application_health_check_and_keeps_everything_else(rendered, name):
+def test_argocd_cm_patch_adds_the_health_checks_and_keeps_everything_else(rendered, name):
     # GIVEN a live argocd-cm with the user's settings and a Helm install's labels
     live = {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "argocd-cm", "namespace": "argocd",
@@ -226,14 +226,16 @@ def test_argocd_cm_patch_adds_the_application_health_check_and_keeps_everything_
     patch = rendered[name].files["argocd/configmap-argocd-cm.yaml"]
     # WHEN the rendered file is applied as `kubectl patch --type merge --patch-file`
     after = merge_patch(live, patch)
-    # THEN the user's keys and labels are untouched and the health check is added
+    # THEN the user's keys and labels are untouched and the health checks are added
     assert after["metadata"] == live["metadata"]
     assert after["data"]["url"] == live["data"]["url"] and after["data"]["resource.exclusions"]
     lua = after["data"]["resource.customizations.health.argoproj.io_Application"]
     assert "hs.status = obj.status.health.status" in lua and lua.rstrip().endswith("return hs")
-    # AND the file holds nothing else (no labels to overwrite, no other key)
+    # AND the file holds nothing else (no labels to overwrite, no key but the checks)
     assert set(patch["metadata"]) == {"name", "namespace"} and list(patch["data"]) == [
-        "resource.customizations.health.argoproj.io_Application"]
+        "resource.customizations.health.argoproj.io_Application",
+        *(f"resource.customizations.health.slinky.slurm.net_{kind}"
+          for kind in ("Accounting", "Controller", "RestApi", "LoginSet", "NodeSet"))]
 
 
 def test_argocd_cm_patch_is_not_in_a_folder_anything_applies(rendered):

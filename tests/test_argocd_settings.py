@@ -1,4 +1,4 @@
-"""The Application health check for each kind of Argo CD install, and `--verify-argocd` on live argocd-cm output."""
+"""The health checks for each kind of Argo CD install, and `--verify-argocd` on live argocd-cm output."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from slurmgen.kube.health import CHECKS
 from slurmgen.review import argocd_settings
 from slurmgen.synth.build import render
 from slurmgen.cli import main
@@ -15,6 +16,9 @@ from tests.spec_builder import spec_text
 
 DATA = Path(__file__).parent / "data" / "argocd"
 KEY = "resource.customizations.health.argoproj.io_Application"
+NODESET_KEY = "resource.customizations.health.slinky.slurm.net_NodeSet"
+# The Application check as an earlier slurmgen printed it, without the comment lines it has now.
+OLD_APPLICATION_CHECK = DATA / "argocd-cm-application-only.yaml"
 
 
 def live_cm(data: dict) -> str:
@@ -29,32 +33,52 @@ def test_each_install_kind_yields_an_argocd_cm_that_verifies():
     # GIVEN each form applied the way its install applies it
     plain = body(argocd_settings.settings("plain"))["data"]  # merge patch onto argocd-cm
     helm = body(argocd_settings.settings("helm"))["configs"]["cm"]  # the chart renders configs.cm into argocd-cm
-    [check] = body(argocd_settings.settings("operator"))["spec"]["resourceHealthChecks"]
-    operator = {f"resource.customizations.health.{check['group']}_{check['kind']}": check["check"]}  # what the operator writes
+    checks = body(argocd_settings.settings("operator"))["spec"]["resourceHealthChecks"]
+    operator = {f"resource.customizations.health.{c['group']}_{c['kind']}": c["check"] for c in checks}  # what it writes
     # THEN the resulting argocd-cm passes the check every time
     for data in (plain, helm, operator):
         assert argocd_settings.verify(live_cm(data)) == []
 
 
-def test_the_operator_form_names_the_application_kind():
-    [check] = body(argocd_settings.settings("operator"))["spec"]["resourceHealthChecks"]
-    assert (check["group"], check["kind"]) == ("argoproj.io", "Application")
-    assert "hs.status = obj.status.health.status" in check["check"]
+def test_the_operator_form_names_the_application_and_every_slinky_kind():
+    checks = body(argocd_settings.settings("operator"))["spec"]["resourceHealthChecks"]
+    assert [(c["group"], c["kind"]) for c in checks] == [
+        ("argoproj.io", "Application"), ("slinky.slurm.net", "Accounting"), ("slinky.slurm.net", "Controller"),
+        ("slinky.slurm.net", "RestApi"), ("slinky.slurm.net", "LoginSet"), ("slinky.slurm.net", "NodeSet")]
+    assert "hs.status = obj.status.health.status" in checks[0]["check"]
+
+
+def in_place(tmp_path: Path) -> Path:
+    """A Helm-installed argocd-cm holding today's checks, the Application one as an earlier slurmgen wrote it."""
+    live = body(OLD_APPLICATION_CHECK.read_text())
+    live["data"].update({c.key: c.lua for c in CHECKS if c.kind != "Application"})
+    path = tmp_path / "argocd-cm-in-place.yaml"
+    path.write_text(yaml.safe_dump(live))
+    return path
 
 
 @pytest.mark.parametrize("fixture,code,expect", [
-    ("argocd-cm-in-place.yaml", 0, "has slurmgen's Application health check"),
+    (None, 0, "has slurmgen's health checks"),
+    ("argocd-cm-application-only.yaml", 1, f"has no {NODESET_KEY}: the slurm unit's later waves"),
     ("argocd-cm-reverted.yaml", 1, f"has no {KEY}"),
     ("argocd-cm-other-check.yaml", 1, "differs from slurmgen's check"),
 ])
-def test_verify_argocd_reads_kubectl_output(capsys, fixture, code, expect):
+def test_verify_argocd_reads_kubectl_output(capsys, tmp_path, fixture, code, expect):
     # WHEN the live ConfigMap (kubectl get cm argocd-cm -o yaml) is checked
-    assert main(["--verify-argocd", str(DATA / fixture)]) == code
+    path = DATA / fixture if fixture else in_place(tmp_path)
+    assert main(["--verify-argocd", str(path)]) == code
     out = capsys.readouterr().out
     # THEN the line says what is wrong and what to run
     assert expect in out, out
     if code:
         assert "--argocd-settings" in out
+
+
+def test_verify_names_every_missing_check_on_its_own_line():
+    # GIVEN the argocd-cm an earlier slurmgen left: the Application check only
+    problems = argocd_settings.verify((DATA / "argocd-cm-application-only.yaml").read_text())
+    # THEN one line per Slinky kind, none for the Application check
+    assert [p.split(":")[0] for p in problems] == [f"argocd-cm has no {c.key}" for c in CHECKS[1:]]
 
 
 def test_verify_argocd_refuses_what_is_not_argocd_cm(tmp_path, capsys):

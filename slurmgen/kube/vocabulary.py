@@ -16,22 +16,4 @@ PRUNE_LAST = "PruneLast=true"
 #: Prefix of the AWS Load Balancer Controller's Service annotations.
 LBC = "service.beta.kubernetes.io/aws-load-balancer-"
 
-# The Argo CD health check the sync waves need (apps/argocd.py renders it as a patch, `--argocd-settings`
-# prints it for each kind of install).
-HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
-# Argo CD's own snippet (docs/operator-manual/health.md @ v3.5.1): a child Application is healthy
-# only when its resources are, so the root's sync waves wait for it (removed from Argo CD in 1.8).
-APPLICATION_HEALTH_LUA = """\
-hs = {}
-hs.status = "Progressing"
-hs.message = ""
-if obj.status ~= nil then
-  if obj.status.health ~= nil then
-    hs.status = obj.status.health.status
-    if obj.status.health.message ~= nil then
-      hs.message = obj.status.health.message
-    end
-  end
-end
-return hs
-"""
+# The Argo CD health checks the sync waves need are in health.py (Lua sources in lua/).

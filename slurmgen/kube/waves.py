@@ -1,7 +1,7 @@
 """Argo CD sync waves of the child Applications, lowest first.
 
 Waves order only what the root Application syncs, and they wait for a child to be Healthy only
-with the `argocd-cm` Application health check (dist/<cluster>/argocd/, patched in at bootstrap).
+with the `argocd-cm` Application health check (kube/health.py; dist/<cluster>/argocd/, patched in at bootstrap).
 """
 
 PROJECT = -100      # the AppProject every child names

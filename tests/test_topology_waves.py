@@ -11,6 +11,7 @@ slurm-26-05-1-1), so the names must outlive every reference: `wave_problems` mod
 from __future__ import annotations
 
 import copy
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -73,6 +74,31 @@ def test_every_eligible_partition_declares_its_block_topology_whatever_type_it_u
     used = yaml.safe_load(as_block[TOPO]["data"]["topology.yaml"])[4]["block"]
     assert (unused["block_sizes"], used["block_sizes"]) == ([1], [2])
     assert unused["blocks"] == used["blocks"] == [{"block": f"h200-b{i}"} for i in range(4)]
+
+
+def notes(tree: dict) -> dict[str, str]:
+    """The comment line `# <name>: ...` right above a topology of topology.yaml, by topology name."""
+    lines = tree[TOPO]["data"]["topology.yaml"].splitlines()
+    named = {line.removeprefix("- topology: "): before for before, line in pairwise(lines)
+             if line.startswith("- topology: ")}
+    return {name: before for name, before in named.items() if before.startswith(f"# {name}: ")}
+
+
+def test_a_topology_no_partition_names_carries_a_one_line_note_saying_why_it_is_declared(as_tree, as_block):
+    # GIVEN training (train, h200 and neuron use tree, reserved a block), the same with h200 as a block
+    # partition, and the same with every partition flat
+    every_flat = files(training(RESERVED_FLAT, topology={"default": "flat"}))
+    why = "kept so a partition can switch to or from it (slurmctld exits on a Topology= it lacks)"
+    # THEN each declared topology no partition names has one comment line naming what is used instead
+    assert notes(as_tree) == {f"block-{p}": f"# block-{p}: unused, partition {p} uses tree; {why}"
+                              for p in ("train", "h200", "neuron")}
+    # AND a topology in use has none
+    assert set(notes(as_block)) == {"block-train", "block-neuron"}
+    assert notes(every_flat) == {"tree": f"# tree: unused, no partition names it; {why}",
+                                 **{f"block-{p}": f"# block-{p}: unused, partition {p} uses flat; {why}"
+                                    for p in ("train", "reserved", "h200", "neuron")}}
+    # AND the names declared are the same either way (the notes are comments only)
+    assert declared(every_flat) == declared(as_tree)
 
 
 @pytest.mark.parametrize("direction", ["block->tree", "tree->block"])

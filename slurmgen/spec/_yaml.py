@@ -10,6 +10,7 @@ Files are read by `slurmgen._input.read_text` (size cap, regular files only, str
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,6 @@ MAX_EXPANDED_NODES = 100_000  # nodes once every alias is expanded (an alias bom
 MAX_NUMBER_CHARS = 24  # a plain scalar that reads as a number; Python refuses int() of > 4300 digits
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_NUMBER = re.compile(r"[-+]?(\.?[0-9][0-9_,:.]*([eE][-+]?[0-9]+)?|0[xob][0-9a-fA-F_]+)")
 
 
 class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
@@ -106,18 +106,15 @@ class Bounds:
     aliases: int = MAX_ALIASES
     nodes: int = MAX_EXPANDED_NODES
     number_chars: int = MAX_NUMBER_CHARS
-    yaml11_numbers: bool = True  # refuse plain 010 (octal 8) and 1:30 (base 60: 90)
+    yaml11_readings: bool = True  # refuse plain 010 (octal 8), 1:30 (base 60: 90), yes (true): see yaml11_reading
 
 
 SPEC_BOUNDS = Bounds()
 # Files that are not specs (rendered objects in dist/, the summary's base, Chart.yaml and values.yaml
 # of a --preview chart folder, --crd-dir schemas): CRD schemas nest ~60 levels and run to megabytes,
 # numbers stay below int()'s 4,300 digits; aliases are as rare as in a spec.
-DOCUMENT_BOUNDS = Bounds(depth=256, aliases=MAX_ALIASES, nodes=5_000_000, number_chars=4000, yaml11_numbers=False)
-# YAML 1.1 integers PyYAML reads that YAML 1.2 (and every reader of the spec who is not a parser)
-# does not: a leading 0 is octal (`010` is 8) and colons are base 60 (`1:30` is 90). In a spec a
-# plain scalar spelt so is refused: write the decimal, or quote it when it is text (a duration).
-_YAML11_INT = re.compile(r"[-+]?(0[0-7_]+|[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?)")
+DOCUMENT_BOUNDS = Bounds(depth=256, aliases=MAX_ALIASES, nodes=5_000_000, number_chars=4000,
+                       yaml11_readings=False)
 
 
 class DocumentError(yaml.YAMLError):
@@ -165,8 +162,10 @@ def _check_bounds(text: str, bounds: Bounds = SPEC_BOUNDS) -> None:
     total = 0
     sizes: dict[str, int] = {}
     stack: list[tuple[str | None, int]] = []  # (anchor, expanded total when the collection opened)
+    place = _Place() if bounds.yaml11_readings else _NOWHERE  # only a spec's refusals name a field
     for event in yaml.parse(text, Loader=_Loader):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            place.open(isinstance(event, yaml.MappingStartEvent))
             depth += 1
             if depth > bounds.depth:
                 raise _fail(f"nested deeper than {bounds.depth} levels; a spec is at most a few levels deep",
@@ -174,6 +173,7 @@ def _check_bounds(text: str, bounds: Bounds = SPEC_BOUNDS) -> None:
             stack.append((event.anchor, total))
             total += 1
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            place.close()
             depth -= 1
             anchor, start = stack.pop()
             if anchor is not None:
@@ -182,14 +182,14 @@ def _check_bounds(text: str, bounds: Bounds = SPEC_BOUNDS) -> None:
             total += 1
             if event.anchor is not None:
                 sizes[event.anchor] = 1
-            if (not event.style and len(event.value) > bounds.number_chars and _NUMBER.fullmatch(event.value)):
+            if not event.style and len(event.value) > bounds.number_chars and _is_number(event.value):
                 raise _fail(f"a number of {len(event.value)} characters; at most {bounds.number_chars} "
                             "(quote it if it is text)", event.start_mark)
-            if bounds.yaml11_numbers and not event.style and _YAML11_INT.fullmatch(event.value):
-                why = "colons count in base 60" if ":" in event.value else "a leading 0 makes it octal"
-                raise _fail(f"{event.value} reads as the YAML 1.1 number {yaml.safe_load(event.value)} ({why}); "
-                            "write the decimal, or quote it if it is text", event.start_mark)
+            if bounds.yaml11_readings and not event.style and (reading := yaml11_reading(event.value)):
+                raise _fail(_yaml11_message(event.value, reading[0], place), event.start_mark)
+            place.node(event.value)
         elif isinstance(event, yaml.AliasEvent):
+            place.node(None)
             aliases += 1
             if aliases > bounds.aliases:
                 raise _fail(f"more than {bounds.aliases} aliases (*name); write the values out or use extends:",
@@ -198,6 +198,136 @@ def _check_bounds(text: str, bounds: Bounds = SPEC_BOUNDS) -> None:
         if total > bounds.nodes:
             raise _fail(f"more than {bounds.nodes:,} values, counting each alias as all it repeats; "
                         "a spec has a few hundred", event.start_mark)
+
+
+# YAML 1.1 (PyYAML) reads some plain scalars otherwise than YAML 1.2 and every reader of the spec
+# who is not a parser: `1:30` is 90 (base 60), `010` is 8 (octal), `1_000` is 1000, `0b11` is 3,
+# `yes`/`on` are true. The 1.1 reading is PyYAML's own implicit resolver (yaml/resolver.py, PyYAML
+# 6.0.3), so nothing PyYAML reads as text is refused: `04:00:00` is a string (base 60 starts 1-9).
+_RESOLVER = yaml.resolver.Resolver()
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+_NUMBER_TAGS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+_YAML11_TAGS = {*_NUMBER_TAGS, "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"}
+# The YAML 1.2 core schema's plain scalars (https://yaml.org/spec/1.2.2/#1032-tag-resolution), in order.
+_CORE12: tuple[tuple[re.Pattern[str], Callable[[str], Any]], ...] = (
+    (re.compile(r"null|Null|NULL|~|"), lambda _: None),
+    (re.compile(r"true|True|TRUE"), lambda _: True),
+    (re.compile(r"false|False|FALSE"), lambda _: False),
+    (re.compile(r"[-+]?[0-9]+"), int),
+    (re.compile(r"0o[0-7]+"), lambda s: int(s[2:], 8)),
+    (re.compile(r"0x[0-9a-fA-F]+"), lambda s: int(s[2:], 16)),
+    (re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?"), float),
+    (re.compile(r"[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"), lambda s: float(s.replace(".", ""))),
+)
+
+
+def _is_number(plain: str) -> bool:
+    """Whether PyYAML reads the plain scalar `plain` as an int or float (its implicit resolver, as yaml.load)."""
+    return _RESOLVER.resolve(yaml.ScalarNode, plain, (True, False)) in _NUMBER_TAGS
+
+
+def yaml11_reading(plain: str) -> tuple[Any] | None:
+    """(value,) when PyYAML reads the plain scalar `plain` as a number, boolean or null that the YAML
+    1.2 core schema reads otherwise (as text or another value); None when both agree, or PyYAML reads text."""
+    tag = _RESOLVER.resolve(yaml.ScalarNode, plain, (True, False))
+    if tag not in _YAML11_TAGS:
+        return None
+    try:
+        value = _CONSTRUCTOR.yaml_constructors[tag](_CONSTRUCTOR, yaml.ScalarNode(tag, plain))  # no memo kept
+    except (ValueError, OverflowError):
+        return None  # not a value at all (`._`): the loader itself reports it
+    core = next((read(plain) for pattern, read in _CORE12 if pattern.fullmatch(plain)), plain)
+    same = type(core) is type(value) and (core == value or (core != core and value != value))  # nan is nan
+    return None if same else (value,)
+
+
+def _yaml11_why(plain: str, value: Any) -> str:
+    """Why YAML 1.1 reads `plain` as `value`, in a few words."""
+    digits = plain.lstrip("+-")
+    if isinstance(value, bool):
+        return "YAML 1.1 booleans include yes, no, on and off"
+    if ":" in plain:
+        return "colons count in base 60"
+    if digits.startswith("0b"):
+        return "0b makes it binary"
+    if digits.startswith("0x"):
+        return "a sign or _ in a 0x number"
+    if isinstance(value, int) and digits[:1] == "0":
+        return "a leading 0 makes it octal"
+    return "underscores are dropped"
+
+
+def _yaml11_message(plain: str, value: Any, place: "_Place") -> str:
+    """The one line for a plain scalar YAML 1.1 misreads: its field path, what it reads as, and the fix."""
+    path, key, is_key = place.next_node(plain)
+    if is_key:
+        quoted = f'"{plain}": ...'
+    elif key is not None:
+        quoted = f'{key}: "{plain}"'
+    else:
+        quoted = f'- "{plain}"' if path.endswith("]") else f'"{plain}"'
+    if isinstance(value, bool):
+        reads, other = f"boolean {str(value).lower()}", ", or write true or false"
+    else:
+        reads, other = f"number {value!r}", "" if ":" in plain else ", or write the number in decimal"
+    return (f"{path}: {plain} reads as the YAML 1.1 {reads} ({_yaml11_why(plain, value)}); "
+            f"quote it: {quoted}{other}")
+
+
+class _Place:
+    """Where the parser stands in the tree, from its events alone: the field path of the next node."""
+
+    def __init__(self) -> None:
+        # per open collection: [is a mapping, its current key (None when not a plain word) or list index,
+        # the next node is a key]
+        self._frames: list[list[Any]] = []
+
+    def node(self, plain: str | None) -> None:
+        """A node starts (a scalar spelt `plain`; None for an alias or collection): a mapping alternates
+        key and value, a list counts its items."""
+        if self._frames:
+            frame = self._frames[-1]
+            if not frame[0]:
+                frame[1] += 1
+            elif frame[2]:
+                frame[1], frame[2] = plain, False
+            else:
+                frame[2] = True
+
+    def open(self, mapping: bool) -> None:
+        self.node(None)
+        self._frames.append([mapping, None if mapping else -1, True])
+
+    def close(self) -> None:
+        self._frames.pop()
+
+    def next_node(self, plain: str) -> tuple[str, str | None, bool]:
+        """(field path, the key it is the value of, whether it is itself a key) of a next scalar `plain`."""
+        parts = []
+        for i, (mapping, at, is_key) in enumerate(self._frames):
+            last = i == len(self._frames) - 1
+            at = (at + 1 if not mapping else plain if is_key else at) if last else at
+            parts.append(f"[{at}]" if not mapping else f".{at if at is not None else '?'}")
+        path = "".join(parts).lstrip(".") or "(top level)"
+        top = self._frames[-1] if self._frames else None
+        key = top[1] if top and top[0] and not top[2] else None
+        return path, key, bool(top and top[0] and top[2])
+
+
+class _Nowhere(_Place):
+    """A _Place that tracks nothing, for files whose reading refuses nothing by field (a large CRD)."""
+
+    def node(self, plain: str | None) -> None:
+        pass
+
+    def open(self, mapping: bool) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+_NOWHERE = _Nowhere()
 
 
 _INDEX = re.compile(r"\[(\d+)\]")

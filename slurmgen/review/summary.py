@@ -612,9 +612,10 @@ def fit_comment(sections: list[ClusterSection], max_chars: int) -> str:
         lines += [*section.head, "", "**Needs attention**", "", *([f"- {n}" for n in notes] or ["- nothing"]), ""]
     omitted: list[str] = []
     first_details = True
-    for section in ordered:
+    for index, section in enumerate(ordered):
         block = (["## Details", ""] if first_details else []) + [f"### Details of `{section.name}`", "", *section.details]
-        if _length(lines + block) + _reserve(omitted + [section.name]) <= max_chars:
+        # room for naming this cluster and every later one, in case none of them fits after this block
+        if _length(lines + block) + _reserve(omitted + [s.name for s in ordered[index:]]) <= max_chars:
             lines += block
             first_details = False
         else:

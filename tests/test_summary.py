@@ -302,6 +302,22 @@ def test_fit_never_exceeds_the_cap_even_when_headlines_alone_do_not_fit(tmp_path
     assert len(text) <= 5_000
     assert text.rstrip().endswith("locally: `main.py --summary` without `--max-chars`)._")
 
+def test_the_comment_keeps_room_to_name_every_cluster_whose_details_are_cut():
+    from slurmgen.review.summary import ClusterSection, _length, _reserve, fit_comment
+
+    # GIVEN one urgent cluster with short details, then 100 whose details can never fit
+    urgent = ClusterSection("a000", ["### Cluster `a000`"], ["y" * 400], ["stateful: removes PersistentVolumeClaim x"])
+    rest = [ClusterSection(f"c{i:03d}", [f"### Cluster `c{i:03d}`"], ["x" * 5000], []) for i in range(100)]
+    heads = fit_comment([urgent, *rest], 10**9).split("## Details", 1)[0]
+    # AND a cap with room for the first details and for naming one cluster, or for naming all 101 alone
+    block = ["## Details", "", "### Details of `a000`", "", "y" * 400]
+    names = ["a000", *[c.name for c in rest]]
+    cap = _length([heads, *block]) + _reserve(names) - 300
+    comment = fit_comment([urgent, *rest], cap)
+    # THEN the line naming the clusters whose details are cut is there, whole, and the cap holds
+    assert "_Details not shown here for 101 cluster(s): `a000`, `c000`" in comment
+    assert len(comment) <= cap and "more line(s) cut" not in comment
+
 
 def test_cli_max_chars_prints_the_comment_and_writes_the_full_summary(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
@@ -333,7 +349,7 @@ def test_workflow_posts_the_capped_comment_and_keeps_the_full_summary():
     assert upload["with"]["path"] == "${{ runner.temp }}/summary-full.md"
 
 
-# -- the price table: packaged from Karpenter's generated file, strict, overridable per site -------------
+# -- the price table: packaged from pinned tables (tests/test_prices.py), strict, overridable per site---------
 
 GO_TABLE = '''package pricing
 
@@ -378,7 +394,7 @@ def test_the_packaged_prices_parse_and_match_their_header():
     text = default_prices_text()
     prices = load_prices()
     assert f"#   rows:      {len(prices.table)}\n" in text
-    assert prices.regions() == ("us-east-1", "us-gov-east-1", "us-gov-west-1")
+    assert {"us-east-1", "us-gov-east-1", "us-gov-west-1", "us-west-2", "eu-west-1"} <= set(prices.regions())
     assert prices.on_demand("us-east-1", "p5.48xlarge") == 55.04
     assert prices.on_demand("us-west-2", "p5.48xlarge") is None  # not covered: no price, no guess
 

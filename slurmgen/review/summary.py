@@ -407,9 +407,32 @@ def _cost_table(before: Caps, after: Caps, region: str | None, prices: Prices) -
     a_all, b_all = list(before.values()) or None, list(after.values()) or None
     rows.append(f"| **cluster** | {_cost(a_all, b_all, _replicas)} | {_cost(a_all, b_all, _ceiling)} |")
     where = region or "region unknown"
+    used, _ = price_sources(before, after, region, prices)
+    origin = "; ".join(used) or f"no table has a price for these types in {where}"
     return ["| partition | $/h at replicas | $/h at max |", "|---|---|---|", *rows, "",
-            f"On-demand list prices in {where}, USD per hour ({prices.origin}); spot and reserved capacity "
+            f"On-demand list prices in {where}, USD per hour ({origin}); spot and reserved capacity "
             "are not priced; EBS, data transfer, FSx and the EKS fee are not included."]
+
+
+def price_sources(before: Caps, after: Caps, region: str | None, prices: Prices) -> tuple[list[str], list[str]]:
+    """(labels of the tables that price this cluster's on-demand types in its region, the on-demand types
+    with no price there): a number is only as good as where it came from, and a gap must be named."""
+    types = sorted({t for cap in (*before.values(), *after.values()) if cap.capacity_type == "on-demand"
+                    for t in cap.instance_types if t != "?"})
+    if region is None:
+        return [], types
+    labels = {prices.source_of(region, t) for t in types}
+    return sorted(label for label in labels if label), [t for t in types if prices.on_demand(region, t) is None]
+
+
+def _price_source_line(before: Caps, after: Caps, region: str | None, prices: Prices) -> list[str]:
+    """'- price source: on-demand, us-west-2, SkyPilot catalog 001367d (...); no price there for p5.48xlarge'."""
+    used, missing = price_sources(before, after, region, prices)
+    if not used and not missing:
+        return []
+    parts = [f"on-demand, {region or 'region unknown'}", " + ".join(used) or "no price table"]
+    gap = f"; no price there for {', '.join(missing)} (add it to clusters/prices.csv)" if missing else ""
+    return [f"- price source: {', '.join(parts)}{gap}"]
 
 
 def _signed(deltas: Mapping[str, int]) -> str:
@@ -546,6 +569,7 @@ def _section(cluster: str, a: Tree, b: Tree, catalog: Mapping[str, InstanceType]
     head += _headline(before, after) or ["- no change in capacity"]
     head += [f"- **{n[0].upper()}{n[1:]}**" for n in arch]
     head += _cost_headline(before, after, region_of(b) or region_of(a))
+    head += _price_source_line(before, after, region_of(b) or region_of(a), prices)
     head.append("- changes nothing stateful" if not stateful else "- **touches stateful objects** (see below)")
     details: list[str] = []
     table = _capacity_table(before, after)
@@ -612,9 +636,10 @@ def fit_comment(sections: list[ClusterSection], max_chars: int) -> str:
         lines += [*section.head, "", "**Needs attention**", "", *([f"- {n}" for n in notes] or ["- nothing"]), ""]
     omitted: list[str] = []
     first_details = True
-    for section in ordered:
+    for index, section in enumerate(ordered):
         block = (["## Details", ""] if first_details else []) + [f"### Details of `{section.name}`", "", *section.details]
-        if _length(lines + block) + _reserve(omitted + [section.name]) <= max_chars:
+        # room for naming this cluster and every later one, in case none of them fits after this block
+        if _length(lines + block) + _reserve(omitted + [s.name for s in ordered[index:]]) <= max_chars:
             lines += block
             first_details = False
         else:

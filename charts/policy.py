@@ -263,14 +263,14 @@ def _client_mounts(spec: ClusterSpec) -> tuple[list[dict[str, Any]], list[dict[s
     """Volumes and mounts: the flat files, the client slurm.conf and slurm.key beside it, and the
     emptyDir for the container's own sackd."""
     key = spec.secrets.slurm_key
-    volumes = [
+    volumes: list[dict[str, Any]] = [
         {"name": "accounts", "configMap": {"name": CONFIG_MAP}},
         # 0400 (root): the kubelet adds group read for the pod's fsGroup (slurmctld's pod: slurm)
         {"name": "accounts-slurm-key", "secret": {"secretName": key.name, "defaultMode": 0o400,
                                                   "items": [{"key": key.key, "path": "slurm.key"}]}},
         {"name": SACKD_RUN_VOLUME, "emptyDir": {"medium": "Memory"}},
     ]
-    mounts = [
+    mounts: list[dict[str, Any]] = [
         {"name": "accounts", "mountPath": MOUNT, "readOnly": True},
         {"name": "accounts", "mountPath": CLIENT_CONF, "subPath": "slurm.conf", "readOnly": True},
         {"name": "accounts-slurm-key", "mountPath": "/etc/slurm/slurm.key", "subPath": "slurm.key", "readOnly": True},

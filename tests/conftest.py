@@ -101,3 +101,17 @@ def _private_render_cache(tmp_path_factory):
         os.environ.pop("SLURMGEN_CACHE_DIR", None)
     else:
         os.environ["SLURMGEN_CACHE_DIR"] = before
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """After deep tests ran, list every place where their sandboxes and files still differ from the pods."""
+    ran = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])
+           if getattr(r, "nodeid", "").startswith("tests/deep/") and r.when == "call"]
+    if not ran:
+        return
+    from tests.deep.harness import LOCAL_CHANGES
+    from tests.deep.sandbox import DIFFERENCES
+
+    terminalreporter.write_sep("-", "where the deep tests still differ from a pod (tests/deep/sandbox.py, harness.py)")
+    for what, why in [*DIFFERENCES.items(), *LOCAL_CHANGES.items()]:
+        terminalreporter.write_line(f"{what}: {why}")

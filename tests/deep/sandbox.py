@@ -41,6 +41,9 @@ DIFFERENCES = {
     "users": "uid 401 is the host's `slurm` (the images' SlurmUser, the operator's SlurmUserUid)",
     "kubelet env": "no KUBERNETES_* Service variables and no service-account token (none of our scripts reads them)",
     "MariaDB": "runs on the host as the database a pod reaches over TCP (MariaDB CR or RDS)",
+    "entrypoints": "a container without `command` (slurmctld, slurmdbd, slurmd, sackd) gets the command its "
+                   "image's entrypoint runs in the foreground; our containers run their rendered command",
+    "sidecars": "the operator's logfile sidecar is not run (it only tails the log); probes are not called",
 }
 
 
@@ -87,7 +90,8 @@ def command(plan: Plan, scratch: Path) -> list[str]:
     data = {
         "root": str(scratch / "root"), "argv": list(plan.argv), "env": dict(plan.env),
         "uid": plan.uid, "gid": plan.gid, "groups": sorted({plan.gid, *plan.groups}), "cwd": plan.cwd,
-        "programs": list(plan.programs), "etc_links": dict(plan.etc_links),
+        # the Slurm build is there when ../shared is (harness.link_prefix); a program it lacks fails plainly
+        "programs": [p for p in plan.programs if os.path.exists(p)], "etc_links": dict(plan.etc_links),
         "mounts": [{"target": m.target, "source": None if m.source is None else str(m.source),
                     "read_only": m.read_only, "mode": m.mode} for m in _ordered(plan.mounts)],
     }

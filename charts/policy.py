@@ -13,7 +13,8 @@ real Slurm 26.05.3 daemons in tests/deep/:
 2. slurmctld starts and registers its TRES.
 3. The PostSync Job (scripts/accounts-load.sh) waits for those TRES, loads the whole file, sets what
    `sacctmgr load` silently skips on entities that exist (a QoS's Preempt=, the root association's
-   QOS=/DefaultQOS=), removes what the spec dropped, and reads slurmdbd back
+   QOS=/DefaultQOS=; every other setting of a QoS and an account's fair share and limits:
+   scripts/accounts-settings.sh), removes what the spec dropped, and reads slurmdbd back
    (scripts/accounts-verify.sh): a difference fails the Job, so Argo CD shows it.
 
 Both talk to slurmdbd directly, with a client slurm.conf of their own (`client_conf`): no dependency
@@ -125,6 +126,38 @@ def _account_line(a: PolicyAccount, marker: str) -> str:
     ])
 
 
+def _words(items: Iterable[tuple[str, Any]]) -> str:
+    """`Key=Value` words for `sacctmgr modify ... set`; empty TRES lists are left out (stale ones are cleared
+    by scripts/accounts-settings.sh, which reads what slurmdbd holds)."""
+    return " ".join(f"{k}={v}" for k, v in items if v != "")
+
+
+def qos_settings(q: Qos) -> str:
+    """Every setting of a QoS but its name, description and Preempt (set by accounts-apply.sh), as it should
+    be in slurmdbd: an unset one at Slurm's default (Flags=-1 clears them, src/common/slurmdb_defs.c
+    str_2_qos_flags; MaxWall=-1 clears the limit; PreemptMode=cluster follows slurm.conf)."""
+    return _words([
+        ("Priority", q.priority), ("GraceTime", q.grace_time_seconds or 0),
+        ("UsageFactor", q.usage_factor if q.usage_factor is not None else 1),
+        ("MaxWallDurationPerJob", q.max_wall_duration_per_job or -1),
+        ("PreemptMode", q.preempt_mode or "cluster"), ("Flags", ",".join(q.flags) or -1),
+        ("MaxTRESPerUser", _tres(q.max_tres_per_user)), ("MaxTRESPerJob", _tres(q.max_tres_per_job)),
+        ("GrpTRES", _tres(q.grp_tres)),
+    ])
+
+
+def account_settings(a: PolicyAccount) -> str:
+    """An account association's fair share and TRES limits on this cluster, as they should be in slurmdbd."""
+    return _words([("Fairshare", a.fairshare), ("GrpTRES", _tres(a.grp_tres)),
+                   ("MaxTRESPerJob", _tres(a.max_tres_per_job))])
+
+
+def settings(policy: Policy) -> dict[str, str]:
+    """What scripts/accounts-settings.sh sets on entities that `sacctmgr load` found already there."""
+    return {"qos-settings": "".join(f"{q.name}|{qos_settings(q)}\n" for q in policy.qos),
+            "account-settings": "".join(f"{a.name}|{account_settings(a)}\n" for a in policy.accounts)}
+
+
 def _children(policy: Policy, parent: str) -> list[PolicyAccount]:
     return [a for a in policy.accounts if a.parent == parent]
 
@@ -232,7 +265,7 @@ def client_conf(spec: ClusterSpec) -> str:
 def load_script(spec: ClusterSpec) -> str:
     """The Job's script: load, set what load skips, remove what the spec dropped, admin levels, verify."""
     parts = [_script("accounts-load.sh"), _script("sackd-start.sh"), _script("wait-slurmdbd.sh"), _script("qos-create.sh"),
-             _script("accounts-apply.sh")]
+             _script("accounts-apply.sh"), _script("accounts-settings.sh")]
     if admin_groups(spec):
         parts.append(_script("admin-levels.sh"))
     parts.append(_script("accounts-verify.sh"))
@@ -307,7 +340,7 @@ def configmap_data(spec: ClusterSpec) -> dict[str, str]:
         return {**data, "qos-bootstrap": "", "declared-qos": ""}
     bootstrap = "".join(f"{q.name}|{_qos_description(q, mark(spec))}\n" for q in spec.policy.qos)
     return {**data, "accounts.cfg": flat_file(spec), "qos-bootstrap": bootstrap, **declared(spec),
-            **expected(spec.policy)}
+            **expected(spec.policy), **settings(spec.policy)}
 
 
 def emit_accounts_config(scope: Construct, spec: ClusterSpec) -> None:

@@ -172,3 +172,19 @@ def test_dropping_the_whole_policy_deletes_nothing_and_needs_no_flag():
     assert [n for n in _attention("c", {"cm.yaml": old}, {}) if n.startswith("policy:")] == [
         "policy: no longer managed here (the accounts Job is gone); its accounts, users and QoS stay in slurmdbd "
         "as they are"]
+
+
+def test_settings_set_every_qos_field_and_clear_what_the_spec_leaves_unset(rendered):
+    # GIVEN the example's policy (high: a per-user GPU limit; scavenger: requeue and a group limit)
+    from charts.policy import settings
+
+    lines = dict(line.split("|", 1) for line in settings(rendered["example"].spec.policy)["qos-settings"].splitlines())
+    # THEN each QoS line sets every scalar (unset ones at Slurm's default) and only the TRES limits declared
+    assert lines["high"] == ("Priority=1000 GraceTime=0 UsageFactor=1 MaxWallDurationPerJob=-1 PreemptMode=cluster "
+                             "Flags=-1 MaxTRESPerUser=gres/gpu=4")
+    assert lines["scavenger"].endswith("PreemptMode=requeue Flags=-1 GrpTRES=gres/gpu=8")
+    # AND no value holds a space (the Job splits the line into words)
+    assert all(" " not in word.split("=", 1)[1] for line in lines.values() for word in line.split())
+    accounts = dict(line.split("|", 1) for line in
+                    settings(rendered["example"].spec.policy)["account-settings"].splitlines())
+    assert accounts["research"] == "Fairshare=60"

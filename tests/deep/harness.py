@@ -344,9 +344,10 @@ class Cluster:
         return done
 
     # ---- the Controller's pod -----------------------------------------------------------------
-    def local_accounts(self) -> dict[str, str]:
-        """The slurm-accounts ConfigMap with its client slurm.conf pointed at the site's slurmdbd."""
-        data = dict(self.accounts)
+    def local_accounts(self, accounts: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The slurm-accounts ConfigMap (this cluster's, or `accounts`) with its client slurm.conf pointed at
+        the site's slurmdbd."""
+        data = dict(self.accounts if accounts is None else accounts)
         if "slurm.conf" in data:
             data["slurm.conf"] = local_client_conf(data["slurm.conf"], self.site.dbd_port)
         return data
@@ -423,12 +424,12 @@ class Cluster:
         states = set(shown.stdout.split())  # a line per partition of the node
         return shown.returncode == 0 and bool(states) and states <= {"idle", "mix", "alloc"}
 
-    def job_pod(self, job: Mapping[str, Any], accounts: Mapping[str, str] | None = None) -> Pod:
-        """The pod of a rendered Job, with this cluster's ConfigMap (or `accounts`) and Secrets."""
+    def job_pod(self, job: Mapping[str, Any], accounts: Mapping[str, str]) -> Pod:
+        """The pod of a rendered Job, with the slurm-accounts ConfigMap `accounts` and this cluster's Secrets."""
         n = len(list(self.folder.glob("job-pod-*")))
         return Pod(self.folder / f"job-pod-{n}", job["spec"]["template"]["spec"],
-                   configmaps={"slurm-accounts": dict(accounts) if accounts is not None else self.local_accounts()},
-                   secrets=self.secrets, hostname="slurm-accounts-load")
+                   configmaps={"slurm-accounts": dict(accounts)}, secrets=self.secrets,
+                   hostname="slurm-accounts-load")
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ def accounts_job(cluster: Cluster, rendered: Rendered, accounts: dict[str, str] 
                  ) -> subprocess.CompletedProcess:
     """The PostSync accounts Job's pod, in its sandbox (root, as its securityContext says)."""
     job = rendered.obj("job-slurm-accounts-load.yaml")
+    if accounts is None:  # the ConfigMap of the same sync as the Job
+        accounts = cluster.local_accounts(rendered.obj("configmap-slurm-accounts.yaml")["data"])
     return cluster.job_pod(job, accounts).run("sacctmgr", timeout=600)
 
 
@@ -252,12 +254,44 @@ def test_accounts_job_fails_when_slurmdbd_differs_from_the_spec(example):
     assert bootstrap(cluster, rendered).returncode == 0
     cluster.start_ctld()
     assert accounts_job(cluster, rendered).returncode == 0
-    accounts = {**cluster.local_accounts(), "expected-associations": "ops||normal|high\n"}
+    accounts = {**cluster.local_accounts(rendered.obj("configmap-slurm-accounts.yaml")["data"]),
+                "expected-associations": "ops||normal|high\n"}
     # WHEN the Job's read-back runs on it
     done = accounts_job(cluster, rendered, accounts)
     # THEN it fails and names what differs
     assert done.returncode == 1
     assert "association ops: slurmdbd does not hold QOS='normal' DefaultQOS='high'" in done.stderr
+
+
+def test_a_second_sync_that_changes_a_qos_changes_it_in_slurmdbd(example):
+    # GIVEN a running cluster whose accounts Job converged
+    cluster, rendered = example("requos")
+    assert bootstrap(cluster, rendered).returncode == 0
+    cluster.start_ctld()
+    assert accounts_job(cluster, rendered).returncode == 0
+    qos_format, assoc = "format=name,priority,maxtrespu,grptres", ["where", "cluster=requos", "user=",
+                                                                  "format=account,fairshare"]
+    before = dict(line.split("|", 1) for line in _db(cluster, "qos", qos_format))
+    assert (before["high"], before["scavenger"]) == ("1000|gres/gpu=4|", "0||gres/gpu=8")
+    assert "research|60" in _db(cluster, "assoc", *assoc)
+
+    def change(data: dict) -> None:
+        qos = {q["name"]: q for q in data["policy"]["qos"]}
+        qos["high"]["priority"] = 1500
+        qos["high"]["maxTRESPerUser"] = {"gres/gpu": 2}
+        del qos["scavenger"]["grpTRES"]
+        (research,) = [a for a in data["policy"]["accounts"] if a["name"] == "research"]
+        research["fairshare"] = 70
+
+    # WHEN a commit changes a QoS's priority and limit, drops another's limit and changes an account's
+    # fair share, and the Job runs again after the sync
+    _, changed = example("requos-next", change, slurm_name="requos")
+    job = accounts_job(cluster, changed)
+    # THEN slurmdbd holds the new values, and nothing else changed
+    assert job.returncode == 0, job.stdout + job.stderr
+    after = dict(line.split("|", 1) for line in _db(cluster, "qos", qos_format))
+    assert (after["high"], after["scavenger"], after["normal"]) == ("1500|gres/gpu=2|", "0||", before["normal"])
+    assert "research|70" in _db(cluster, "assoc", *assoc)
 
 
 def test_a_new_qos_and_a_partition_naming_it_come_up_in_one_sync(example):

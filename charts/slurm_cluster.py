@@ -26,6 +26,7 @@ from .accounting import accounting_spec
 from .autoscaling import API as KEDA_API
 from .autoscaling import AWS_AUTH, ignore_replicas, scaled_object_spec, trigger_authentication_spec
 from .policy import bootstrap_pod, emit_accounts_config, emit_policy
+from .slurm_waits import emit_waits
 from .directory import COMMON_SESSION, COMMON_SESSION_PAM, PAM_CONFIGMAP, ca_volumes, login_volumes
 from .directory import worker_sshd_config
 from .login import loginset_spec, ssh_service
@@ -123,6 +124,8 @@ class SlurmClusterChart(UnitChart):
                 emit(self, api_version=KEDA_API, kind="ScaledObject", name=naming.nodeset_cr(plan.nodeset.name),
                      namespace=spec.namespace, annotations=wave(WAVE_WORKERS + 1, **{SYNC_OPTIONS: SKIP_DRY_RUN}),
                      body={"spec": scaled_object_spec(spec, plan.nodeset)})
+        emit_waits(self, spec, WAVE_ACCOUNTING if spec.accounting.enabled else None, WAVE_CONTROLLER,
+                   spec.placement.pod_spec())
         if spec.accounting.enabled:
             emit_accounts_config(self, spec)
         if spec.policy is not None:

@@ -390,3 +390,31 @@ def test_two_slurmd_splitting_one_machine_put_their_jobs_on_the_same_cpu(slurm_s
         assert cpus[0] == cpus[1], cpus
     finally:
         cluster.close()
+
+
+def _local_wait(job: dict, port: int, **env: str) -> dict:
+    """A wait hook's Job with its Service name and port rewritten to the daemon on loopback."""
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    values = {**{e["name"]: e["value"] for e in container["env"]}, "HOST": "127.0.0.1", "PORT": str(port), **env}
+    container = {**container, "env": [{"name": k, "value": v} for k, v in values.items()]}
+    return {"spec": {"template": {"spec": {**pod, "containers": [container]}}}}
+
+
+def test_the_wait_hooks_hold_their_wave_until_the_daemon_answers(example):
+    # GIVEN a cluster whose slurmdbd is up and whose slurmctld has not started
+    cluster, rendered = example("waits")
+    dbd = _local_wait(rendered.obj("job-slurm-wait-slurmdbd.yaml"), cluster.site.dbd_port)
+    ctld_job = rendered.obj("job-slurm-wait-slurmctld.yaml")
+    # WHEN the hooks run, each in its pod sandbox (as the rendered user, with only its env)
+    # THEN the Accounting's hook succeeds, and the Controller's fails while slurmctld is down
+    done = cluster.job_pod(dbd, {}).run("wait", timeout=60)
+    assert done.returncode == 0 and "slurmdbd answers" in done.stdout, done.stdout + done.stderr
+    down = cluster.job_pod(_local_wait(ctld_job, cluster.ctld_port, WAIT_TRIES="1"), {}).run("wait", timeout=60)
+    assert down.returncode == 1 and "slurmctld (127.0.0.1:" in down.stderr, down.stdout + down.stderr
+    # AND once slurmctld's pod is up the Controller's hook succeeds
+    assert bootstrap(cluster, rendered).returncode == 0
+    cluster.start_ctld()
+    up = cluster.job_pod(_local_wait(ctld_job, cluster.ctld_port), {}).run("wait", timeout=60)
+    assert up.returncode == 0 and "slurmctld answers" in up.stdout, up.stdout + up.stderr
+

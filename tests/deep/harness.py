@@ -393,7 +393,8 @@ class Cluster:
             self.run("scancel", "--full", "--state=RUNNING", check=False, timeout=20)
         mine = [p for p in self.site.procs if p.name.startswith(f"{self.name}-")]
         for proc in mine:
-            proc.stop()
+            # a slurmd with steps left waits for them: its sandbox's PID namespace ends them all once killed
+            proc.stop(timeout=2 if proc in self.slurmds.values() else 15)
             self.site.procs.remove(proc)
         self.slurmds.clear()
 

@@ -127,3 +127,18 @@ def test_the_summary_says_how_much_fsx_grows(tmp_path, capsys):
             "takes minutes to hours") in summary
     assert "no change in capacity" not in summary
     assert "changes PersistentVolumeClaim slurm/fsx" not in summary
+
+
+def test_allowing_expansion_on_an_existing_class_is_not_a_stateful_change(tmp_path, capsys):
+    # GIVEN a dynamic file system's render from before its StorageClass allowed expansion
+    assert synth(tmp_path, dynamic(1200)) == 0
+    sc = tmp_path / "dist/t/storage/storageclass-t-fsx.yaml"
+    sc.write_text(sc.read_text().replace("allowVolumeExpansion: true\n", ""))
+    capsys.readouterr()
+    # WHEN the same spec is summarized against it
+    assert main(["--spec", str(tmp_path / "t.yaml"), "--summary", "--base-dir", str(tmp_path / "dist")]) == 0
+    summary = capsys.readouterr().out
+    # THEN the class is listed as changed, but no data is at stake (the field may change in place)
+    assert "StorageClass t-fsx (allowVolumeExpansion)" in summary
+    assert "stateful: changes StorageClass" not in summary
+    assert "- changes nothing stateful" in summary

@@ -4,6 +4,11 @@ Every object here holds or leads to data, so each carries Argo CD's `Prune=false
 no sync and no Application deletion can drop the file system. The StorageClass and PV also use
 `reclaimPolicy: Retain` (Kubernetes' StorageClass default, Delete, would delete the file system
 with the claim), and `flock` so POSIX locks work across nodes.
+
+Growing a dynamic file system is a claim resize: the StorageClass allows expansion when its
+deployment type can grow (Fsx.can_grow), the csi-resizer sidecar of chart 1.17.0 calls the driver's
+ControllerExpandVolume, and that calls fsx:UpdateFileSystem (pkg/driver/controller.go,
+pkg/cloud/cloud.go @ v1.9.0). A static volume cannot be grown from Kubernetes: slurmgen/verify/fsx_size.py.
 """
 
 from __future__ import annotations
@@ -50,14 +55,20 @@ class StorageChart(UnitChart):
         self._claim()
 
     def _storage_class(self) -> None:
+        fsx = self.spec.storage.fsx
+        body: dict[str, Any] = {
+            "provisioner": DRIVER,
+            "parameters": dict(fsx.dynamic),
+            "reclaimPolicy": "Retain",
+            "volumeBindingMode": "Immediate",
+            "mountOptions": ["flock"],
+        }
+        if fsx.can_grow:
+            # Without it the API server refuses a larger claim (admission PersistentVolumeClaimResize) and
+            # Argo CD retries the sync forever; the field may change on an existing StorageClass.
+            body["allowVolumeExpansion"] = True
         emit(self, api_version="storage.k8s.io/v1", kind="StorageClass", name=storage_class_name(self.spec),
-             annotations=_keep(0), body={
-                 "provisioner": DRIVER,
-                 "parameters": dict(self.spec.storage.fsx.dynamic),
-                 "reclaimPolicy": "Retain",
-                 "volumeBindingMode": "Immediate",
-                 "mountOptions": ["flock"],
-             })
+             annotations=_keep(0), body=body)
 
     def _volume(self) -> None:
         fsx = self.spec.storage.fsx

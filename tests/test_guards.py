@@ -137,8 +137,10 @@ def test_shrinking_the_example_fsx_is_refused_on_the_command_line(tmp_path, rend
     spec = edited(tmp_path, storage={"fsx": {"sizeGiB": 1200}})  # 2400 before
     before = read_tree(rendered_example)
     assert main(["--spec", str(spec), "--out", str(rendered_example)]) == 2
-    err = capsys.readouterr().err
-    assert "example: refusing to shrink spec.resources.requests.storage of PersistentVolumeClaim slurm/fsx" in err
+    err = capsys.readouterr().err.splitlines()
+    # the spec line, not an --allow-destroy offer: no approval makes FSx or Kubernetes shrink a volume
+    assert err == [f"{spec}:101: storage.fsx.sizeGiB: 1200 GiB is less than the 2400 GiB of the claim slurm/fsx: an FSx "
+                   "for Lustre file system cannot shrink and Kubernetes refuses a smaller claim; set it back to 2400"]
     assert read_tree(rendered_example) == before
 
 

@@ -144,8 +144,12 @@ def test_policies_grant_only_what_the_controllers_call():
     cluster = render_text(spec_text("irsa"))
     fsx, eso = grants(cluster.spec)
     actions = {a for s in fsx.policy["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
-    # THEN the FSx controller may create and describe, never delete (reclaimPolicy Retain) nor resize
-    assert actions == {"fsx:CreateFileSystem", "fsx:DescribeFileSystems", "fsx:TagResource", "iam:CreateServiceLinkedRole"}
+    # THEN the FSx controller may create, describe and grow, never delete (reclaimPolicy Retain)
+    assert actions == {"fsx:CreateFileSystem", "fsx:DescribeFileSystems", "fsx:TagResource", "fsx:UpdateFileSystem",
+                       "iam:CreateServiceLinkedRole"}
+    # AND it grows only this Region's and account's file systems
+    [grow] = [s for s in fsx.policy["Statement"] if s["Action"] == "fsx:UpdateFileSystem"]
+    assert grow["Resource"] == "arn:aws:fsx:us-west-2:111122223333:file-system/*"
     # AND External Secrets may read exactly the named secrets, nothing else
     [statement] = eso.policy["Statement"]
     assert statement["Action"] == "secretsmanager:GetSecretValue"

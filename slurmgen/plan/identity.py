@@ -8,9 +8,12 @@ What calls AWS, read in the code each chart runs (not assumed):
   CreateVolume calls fsx:DescribeFileSystems (find by CSIVolumeName tag) then fsx:CreateFileSystem
   with tags (fsx:TagResource) and polls DescribeFileSystems (pkg/driver/controller.go,
   pkg/cloud/cloud.go); the first file system of an account creates FSx's service-linked role.
+  Growing a claim (allowVolumeExpansion, every type but SCRATCH_1) makes ControllerExpandVolume
+  call DescribeFileSystems, then fsx:UpdateFileSystem with the new StorageCapacity, and poll
+  DescribeFileSystems until the update is done (cloud.go ResizeFileSystem, WaitForFileSystemResize).
   DeleteFileSystem is never needed (reclaimPolicy Retain; leaving it out means no mistake in the
-  cluster can delete the file system), nor UpdateFileSystem (no allowVolumeExpansion). A static
-  PersistentVolume calls nothing; the node plugin reads node metadata only (node.go).
+  cluster can delete the file system). A static PersistentVolume calls nothing; the node plugin
+  reads node metadata only (node.go).
 - External Secrets (v2.9.0): with a Secrets Manager store, secretsmanager:GetSecretValue per
   remoteRef (providers/v1/aws/secretsmanager/secretsmanager.go; DescribeSecret only with
   metadataPolicy Fetch, which we do not use). Password generators call nothing.
@@ -53,15 +56,23 @@ class Grant:
     policy: dict[str, Any] = field(compare=False)
 
 
-def fsx_policy(spec: ClusterSpec) -> dict[str, Any]:
-    part = partition(spec.aws.region)
-    return {"Version": "2012-10-17", "Statement": [
+def fsx_policy(spec: ClusterSpec, role_arn: str) -> dict[str, Any]:
+    """Create (and describe, tag) file systems; grow them when the deployment type can grow, on this
+    Region's and account's file systems only (UpdateFileSystem takes a file-system ARN)."""
+    region = spec.aws.region
+    part = partition(region)
+    statements: list[dict[str, Any]] = [
         {"Sid": "CreateLustreFileSystems", "Effect": "Allow",
          "Action": ["fsx:CreateFileSystem", "fsx:DescribeFileSystems", "fsx:TagResource"], "Resource": "*"},
-        {"Sid": "FsxServiceLinkedRole", "Effect": "Allow", "Action": "iam:CreateServiceLinkedRole",
-         "Resource": f"arn:{part}:iam::*:role/aws-service-role/fsx.amazonaws.com/*",
-         "Condition": {"StringLike": {"iam:AWSServiceName": "fsx.amazonaws.com"}}},
-    ]}
+    ]
+    if spec.storage.fsx.can_grow:
+        account = spec.aws.account_id or role_account(role_arn) or "*"
+        statements.append({"Sid": "GrowLustreFileSystems", "Effect": "Allow", "Action": "fsx:UpdateFileSystem",
+                           "Resource": f"arn:{part}:fsx:{region}:{account}:file-system/*"})
+    statements.append({"Sid": "FsxServiceLinkedRole", "Effect": "Allow", "Action": "iam:CreateServiceLinkedRole",
+                       "Resource": f"arn:{part}:iam::*:role/aws-service-role/fsx.amazonaws.com/*",
+                       "Condition": {"StringLike": {"iam:AWSServiceName": "fsx.amazonaws.com"}}})
+    return {"Version": "2012-10-17", "Statement": statements}
 
 
 def reads_secrets_manager(spec: ClusterSpec) -> bool:
@@ -119,7 +130,7 @@ def grants(spec: ClusterSpec) -> list[Grant]:
         how = "eks-addon" if fsx.csi_driver == "eks-addon" else (
             "irsa-annotation" if ident.mode == "irsa" else "pod-identity-association")
         out.append(Grant("fsxCsiController", FSX_NAMESPACE, FSX_CONTROLLER_SA, ident.fsx_csi_controller, how,
-                         fsx_policy(spec)))
+                         fsx_policy(spec, ident.fsx_csi_controller)))
     if reads_secrets_manager(spec) and ident.external_secrets:
         if ident.mode == "irsa":
             grant = Grant("externalSecrets", spec.namespace, SECRETS_READER_SA, ident.external_secrets,

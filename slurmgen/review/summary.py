@@ -15,6 +15,7 @@ from ..catalog.catalog import InstanceType, load_catalog
 from ..catalog.pricing import Prices, load_prices
 from ..verify.guards import IMMUTABLE, POLICY_KINDS, SIZES, STATEFUL, _MISSING, shrinkage, field, has_policy, policy_names
 from ..synth.rendered import image_parts, images
+from ..kube.quantity import memory_mib
 from ..kube.vocabulary import LBC
 from ..verify.slurm_files import wave_problems
 from .slurm_diff import changes as slurmconf_changes
@@ -234,9 +235,14 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
         if kind in STATEFUL and was != now:
             verb = "removes" if now is None else "adds" if was is None else "changes"
             paths = [] if was is None or now is None else changed_paths(was, now)
-            # The Controller's state is its persistence; its config can change freely.
-            data_paths = [p for p in paths if kind != "Controller" or p.startswith("spec.persistence")]
-            if verb != "changes" or data_paths:
+            # The Controller's state is its persistence; its config can change freely. Allowing a
+            # StorageClass's claims to grow touches no data.
+            data_paths = [p for p in paths if (kind != "Controller" or p.startswith("spec.persistence"))
+                          and (kind, p) != ("StorageClass", "allowVolumeExpansion")]
+            growth = fsx_growth(was, now, old, new) if kind == "PersistentVolumeClaim" and was and now else None
+            if growth and data_paths == ["spec.resources.requests"]:
+                notes.append(f"stateful: {growth[0]}: {growth[1]}")
+            elif verb != "changes" or data_paths:
                 detail = f" ({', '.join(data_paths)})" if data_paths else ""
                 notes.append(f"stateful: {verb} {label}{detail}")
         size = SIZES.get(kind or "")
@@ -290,6 +296,54 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
             notes.append(f"policy: User '{name}' left the spec; the accounts Job deletes its associations "
                          "under slurmgen's accounts (its job records stay)")
     return notes
+
+
+FSX_DRIVER = "fsx.csi.aws.com"
+
+
+def _gib(claim: Obj) -> int | None:
+    try:
+        return int(memory_mib(str(claim["spec"]["resources"]["requests"]["storage"])) // 1024)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _fsx_volume(claim: Obj, tree: Tree) -> Obj | None:
+    """The FSx StorageClass (dynamic) or PersistentVolume (static) behind a claim in `tree`, if it is FSx."""
+    spec = claim.get("spec") or {}
+    if spec.get("storageClassName"):
+        sc = _by_kind(tree, "StorageClass").get(spec["storageClassName"])
+        return sc if sc is not None and sc.get("provisioner") == FSX_DRIVER else None
+    pv = _by_kind(tree, "PersistentVolume").get(spec.get("volumeName", ""))
+    return pv if pv is not None and (pv.get("spec") or {}).get("csi", {}).get("driver") == FSX_DRIVER else None
+
+
+def fsx_growth(was: Obj, now: Obj, old: Tree, new: Tree) -> tuple[str, str] | None:
+    """(what, what happens next) when an FSx claim grows, in plain words; None for any other change."""
+    a, b = _gib(was), _gib(now)
+    volume = _fsx_volume(now, new) or _fsx_volume(was, old)
+    if volume is None or a is None or b is None or b <= a:
+        return None
+    what = f"grows FSx {_label(now).split(' ', 1)[1]} from {a} GiB to {b} GiB"
+    if volume["kind"] == "StorageClass":
+        # aws-fsx-csi-driver v1.9.0 ControllerExpandVolume -> UpdateFileSystem; FSx for Lustre guide,
+        # "Managing storage capacity": servers are added (I/O retried for a few minutes), then a rebalance.
+        return what, ("the CSI driver calls UpdateFileSystem; takes minutes to hours, the file system stays mounted "
+                      "(I/O may pause a few minutes), then rebalances data in the background")
+    handle = volume["spec"]["csi"].get("volumeHandle", "fs-...")
+    return what, (f"an existing file system ({handle}), which Kubernetes cannot grow: it refuses the claim; run "
+                  f"`aws fsx update-file-system --file-system-id {handle} --storage-capacity {b}` instead")
+
+
+def storage_headline(old: Tree, new: Tree) -> list[str]:
+    """'- grows FSx slurm/fsx from 1200 GiB to 2400 GiB': the storage change a headline names."""
+    before = _by_kind(old, "PersistentVolumeClaim")
+    lines = []
+    for name, now in sorted(_by_kind(new, "PersistentVolumeClaim").items()):
+        growth = fsx_growth(before[name], now, old, new) if name in before else None
+        if growth:
+            lines.append(f"- {growth[0]}")
+    return lines
 
 
 def _number(value: Any) -> float:
@@ -566,7 +620,8 @@ def _section(cluster: str, a: Tree, b: Tree, catalog: Mapping[str, InstanceType]
     attention = [*arch, *_attention(cluster, a, b)]
     stateful = any(n.startswith("stateful") for n in attention)
     head = [f"### Cluster `{cluster}`{state}", ""]
-    head += _headline(before, after) or ["- no change in capacity"]
+    head += _headline(before, after) or ([] if storage_headline(a, b) else ["- no change in capacity"])
+    head += storage_headline(a, b)
     head += [f"- **{n[0].upper()}{n[1:]}**" for n in arch]
     head += _cost_headline(before, after, region_of(b) or region_of(a))
     head += _price_source_line(before, after, region_of(b) or region_of(a), prices)

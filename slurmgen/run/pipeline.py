@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from . import cache as render_cache, parallel
-from ..verify import collisions, guards
+from ..verify import collisions, fsx_size, guards
 from ..errors import UserError
 from ..catalog.catalog import CatalogError, InstanceType, load_catalog
 from .launch import Launch, launch, site_csvs
@@ -77,17 +77,31 @@ class Result:
         return cached if cached is not None else {rel: dump(obj) for rel, obj in cluster.files.items()}
 
     def guard(self, out: Path, allow: Iterable[str] = ()) -> list[str]:
-        """Destructive changes against the trees in `out/` that `allow` does not approve.
+        """Destructive changes against the trees in `out/` that `allow` does not approve, after the FSx
+        size changes Kubernetes would refuse (verify/fsx_size.py: spec lines, never approvable).
 
         A cluster whose folder already holds exactly this render changes nothing and is not judged.
         Raises guards.BadApproval for an approval that is ambiguous or matches nothing, and
         guards.UnreadableTree when a previous tree cannot be read (its objects cannot be checked).
         """
-        changes = [change for cluster in self.clusters if not self.unchanged(out, cluster)
-                   for change in guards.destructive_changes(cluster.spec.name,
-                                                            list(self.base(out / cluster.spec.name).values()),
-                                                            cluster.files.values())]
-        return [str(change) for change in guards.unapproved(changes, allow)]
+        lines: list[str] = []
+        changes: list[guards.Change] = []
+        for cluster in self.clusters:
+            if self.unchanged(out, cluster):
+                continue
+            old = list(self.base(out / cluster.spec.name).values())
+            found = guards.destructive_changes(cluster.spec.name, old, cluster.files.values())
+            sized = fsx_size.size_problems(cluster.spec, old)
+            if sized:  # the spec line says what to do: no approval makes Kubernetes or FSx shrink the volume
+                ours = fsx_size.fsx_objects(cluster.spec, old)
+                found = [c for c in found if not (c.what.startswith("shrink") and (c.kind, c.name) in ours)]
+            lines += sized
+            changes += found
+        try:
+            left = guards.unapproved(changes, allow)
+        except guards.BadApproval as err:
+            raise guards.BadApproval(lines + err.lines) from None  # every problem at once
+        return lines + [str(change) for change in left]
 
     def sync_problems(self, out: Path) -> list[str]:
         """slurm.conf problems at a sync wave of the change from the trees in `out/` to this render

@@ -666,7 +666,7 @@ def _role_use(spec: dict[str, Any]) -> dict[str, tuple[bool, str | None]]:
 
 _WHY_REQUIRED = {
     "fsxCsiController": "with dynamic FSx, the CSI controller creates the file system "
-                        "(fsx:CreateFileSystem, fsx:DescribeFileSystems, fsx:TagResource)",
+                        "(fsx:CreateFileSystem, fsx:DescribeFileSystems, fsx:TagResource) and grows it (fsx:UpdateFileSystem)",
     "externalSecrets": "External Secrets reads Secrets Manager (secrets.awsSecretsManager, directory.bindPassword.secretsManager: "
                        "secretsmanager:GetSecretValue)",
     "keda": "KEDA queries Amazon Managed Prometheus with SigV4 (aps:QueryMetrics)",

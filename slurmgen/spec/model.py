@@ -337,6 +337,12 @@ class Fsx:
     dynamic: Pairs = ()   # StorageClass parameters, as strings
     static: Pairs = ()    # fileSystemId, dnsName, mountName
 
+    @property
+    def can_grow(self) -> bool:
+        """FSx UpdateFileSystem raises the capacity of SCRATCH_2, PERSISTENT_1 and PERSISTENT_2 file
+        systems (in multiples of 2400 GiB); a SCRATCH_1 file system keeps the size it was created with."""
+        return self.deployment_type != "SCRATCH_1"
+
 
 @dataclass(frozen=True)
 class Storage:

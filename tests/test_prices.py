@@ -24,7 +24,7 @@ def test_a_us_west_2_cluster_gets_an_on_demand_cost_and_its_source(tmp_path, cap
     # WHEN the change is summarized with the packaged prices only
     summary = summary_between(tmp_path, capsys, old, new)
     # THEN the headline has a cost: 2 → 4 × $4.6016/h
-    assert "- cost (on-demand): $9.20/h → $18.41/h at replicas, $9.20/h → $18.41/h at max\n" in summary
+    assert "- cost (on-demand): $9.20/h → $18.41/h now and at the ceiling\n" in summary
     # AND names where the price came from, for that region
     assert "- price source: on-demand, us-west-2, SkyPilot catalog 001367d (AWS Price List, undated)\n" in summary
     assert "On-demand list prices in us-west-2, USD per hour (SkyPilot catalog 001367d" in summary
@@ -39,7 +39,7 @@ def test_an_eu_west_1_cluster_gets_a_cost_and_names_the_type_without_a_price(tmp
                     "[{name: cpu, nodesets: [cpu]}, {name: gpu, nodesets: [gpu]}]", "eu-west-1")
     summary = summary_between(tmp_path, capsys, old, new)
     # THEN the CPU nodes are priced at eu-west-1's list price (2 → 3 × $0.4494/h) ...
-    assert "- cost (on-demand): $0.90/h → $1.35/h at replicas" in summary
+    assert "- cost (on-demand): $0.90/h → $1.35/h now and at the ceiling" in summary
     # AND the type with no eu-west-1 row is named, never counted as $0
     assert ("- price source: on-demand, eu-west-1, SkyPilot catalog 001367d (AWS Price List, undated); "
             "no price there for p5.48xlarge (add it to clusters/prices.csv)\n") in summary

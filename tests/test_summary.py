@@ -69,8 +69,8 @@ def test_summary_matches_golden(case, tmp_path, capsys, dist_tree):
 
 def test_summary_headlines(tmp_path, capsys, dist_tree):
     summary = render_summary(tmp_path, *CASES["scale_up_training"], capsys, dist_tree)
-    assert "- adds 16 p5.48xlarge node(s) (128 H100) to `train`\n- cost (on-demand): $880.64/h → $1,761.28/h at " \
-           "replicas, $880.64/h → $1,761.28/h at max; not counted: " in summary
+    assert "- adds 16 p5.48xlarge node(s) (128 H100) to `train`\n- cost (on-demand): $880.64/h → $1,761.28/h now " \
+           "and at the ceiling; not counted: " in summary
     assert "\n- changes nothing stateful\n" in summary
     risky = render_summary(tmp_path, *CASES["remove_fsx_and_a_user"], capsys, dist_tree)
     assert "- **touches stateful objects** (see below)" in risky
@@ -176,7 +176,7 @@ def test_type_and_gpu_model_change_reads_as_a_replacement(tmp_path, capsys):
                            "must exist for arm64: ")
     assert "ghcr.io/slinkyproject/slurmd:" in note
     # AND the cost: the H100s had a list price, the GB200 has none in the packaged table (never guessed, never $0)
-    assert "- cost (on-demand): $220.16/h → no price at replicas, $220.16/h → no price at max; " \
+    assert "- cost (on-demand): $220.16/h → no price now and at the ceiling; " \
            "not counted: `gpu` no price in us-east-1 (add it to clusters/prices.csv)\n" in summary
     assert "$0.00" not in summary
 
@@ -192,7 +192,7 @@ def test_a_type_change_that_raises_gpus_is_not_a_removal(tmp_path, capsys):
     assert "- GPUs at the ceiling: H100 +4\n- nodes at the ceiling: p5.48xlarge +1, p5.4xlarge -4\n" in summary
     assert "Architecture" not in summary  # both amd64
     # AND the cost before and after: 4 × $6.88 → 1 × $55.04
-    assert "- cost (on-demand): $27.52/h → $55.04/h at replicas, $27.52/h → $55.04/h at max\n" in summary
+    assert "- cost (on-demand): $27.52/h → $55.04/h now and at the ceiling\n" in summary
 
 
 def test_architecture_flip_of_a_cpu_nodeset_is_flagged(tmp_path, capsys):
@@ -211,7 +211,7 @@ def test_cost_at_replicas_and_at_the_ceiling_per_partition_and_cluster(tmp_path,
     parts = "[{name: gpu, nodesets: [gpu]}, {name: cheap, nodesets: [spot]}]"
     summary = summary_between(tmp_path, capsys, spec_text(nodesets % 4, parts), spec_text(nodesets % 8, parts))
     # THEN the headline has the on-demand $/h before → after, and names what is not counted
-    assert ("- cost (on-demand): $220.16/h → $440.32/h at replicas, $220.16/h → $440.32/h at max; "
+    assert ("- cost (on-demand): $220.16/h → $440.32/h now and at the ceiling; "
             "not counted: `spot` spot: price varies\n") in summary
     # AND the capacity table has replicas and $/h per nodeset; spot is marked, never priced
     assert "| 4 → 8 | $220.16/h → $440.32/h | $220.16/h → $440.32/h |" in summary
@@ -227,7 +227,7 @@ def test_a_site_prices_csv_beside_the_specs_prices_what_the_table_lacks(tmp_path
     # GIVEN clusters/prices.csv (here: beside the specs) with a GB200 price
     summary = summary_between(tmp_path, capsys, H100X4, GB200X4, site=("instance-types.csv", "prices.csv"))
     # THEN the GB200 nodes are priced from it: 4 × $100.50
-    assert "- cost (on-demand): $220.16/h → $402.00/h at replicas, $220.16/h → $402.00/h at max\n" in summary
+    assert "- cost (on-demand): $220.16/h → $402.00/h now and at the ceiling\n" in summary
     assert "prices.csv for 1 row(s)" in summary
 
 
@@ -244,14 +244,10 @@ def test_reserved_capacity_is_marked_paid_separately():
     assert listed.upper and listed.usd == prices.on_demand("us-east-1", "g6.16xlarge")
 
 
-def test_a_new_clusters_slurmdbd_password_placeholder_stays_whole(tmp_path, capsys):
-    # GIVEN a new cluster (an empty base) WHEN summarized
-    (tmp_path / "empty").mkdir()
-    spec = tmp_path / "t.yaml"
-    spec.write_text(MINIMAL_SPEC)
-    capsys.readouterr()
-    assert main(["--spec", str(spec), "--summary", "--base-dir", str(tmp_path / "empty")]) == 0
-    summary = capsys.readouterr().out
+def test_the_slurmdbd_password_placeholder_stays_whole(tmp_path, capsys):
+    # GIVEN a cluster that turns accounting on (slurmdbd.conf is new; a new cluster only counts its keys)
+    old = MINIMAL_SPEC + "accounting: {enabled: false}\nscheduling: {fairShare: {enabled: false}}\n"
+    summary = summary_between(tmp_path, capsys, old, MINIMAL_SPEC)
     # THEN the StoragePass line shows the whole placeholder, not a key made of its second half
     assert "- slurmdbd.conf: `StoragePass` - → <secret mariadb-password/password>\n" in summary
     assert "password>` - →" not in summary
@@ -288,7 +284,7 @@ def test_forty_clusters_fit_one_comment_with_what_needs_attention_first(tmp_path
     for i in range(40):
         head = comment.split(f"### Cluster `c{i:02d}` (new cluster)\n\n", 1)[1]
         assert head.startswith("- adds 2 m7i.2xlarge node(s) to `cpu`\n- adds 4 p5.48xlarge node(s) (32 H100) to `gpu`\n")
-        assert "- cost (on-demand): - → $220.97/h at replicas, - → $220.97/h at max\n" in head
+        assert "- cost (on-demand): - → $220.97/h now and at the ceiling\n" in head
     # AND the details that did not fit are named
     assert "_Details not shown here for" in comment
 
@@ -331,7 +327,7 @@ def test_cli_max_chars_prints_the_comment_and_writes_the_full_summary(tmp_path, 
     full = full_file.read_text()
     assert len(comment) <= 2500 < len(full)
     assert comment.startswith("## slurmgen: what this change deploys\n\n> **Shortened to fit one comment**")
-    assert "**Shortened" not in full and "slurmdbd.conf: `StoragePass`" in full
+    assert "**Shortened" not in full and "- `PartitionName=gpu` added: " in full
     # AND a nonsense cap is refused with one line
     assert main(["--spec", str(spec), "--summary", "--max-chars", "10"]) == 2
     assert "--max-chars 10: too small" in capsys.readouterr().err

@@ -13,11 +13,13 @@ from typing import Any, Callable, Mapping
 
 from ..catalog.catalog import InstanceType, load_catalog
 from ..catalog.pricing import Prices, load_prices
-from ..verify.guards import IMMUTABLE, POLICY_KINDS, SIZES, STATEFUL, _MISSING, shrinkage, field, has_policy, policy_names
+from ..verify.guards import (IMMUTABLE, POLICY_CONFIG_MAP, POLICY_KINDS, SIZES, STATEFUL, _MISSING, shrinkage, field,
+                              has_policy, policy_names)
 from ..synth.rendered import image_parts, images
 from ..kube.quantity import memory_mib
 from ..kube.vocabulary import LBC
 from ..verify.slurm_files import wave_problems
+from .policy_words import no_effect, policy_lines
 from .slurm_diff import changes as slurmconf_changes
 
 Obj = dict[str, Any]
@@ -258,11 +260,7 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
                     notes.append(f"immutable field: {label} {'.'.join(path)} changes; synth needs --allow-destroy "
                                  f"{cluster}:{kind}/{now['metadata']['name']}")
         if kind == "NodePool" and now is not None:
-            before = (was or {}).get("spec", {}).get("limits", {})
-            for key, value in sorted(now["spec"].get("limits", {}).items()):
-                if _number(value) > _number(before.get(key, "0")):
-                    notes.append(f"Karpenter limit raised: NodePool {now['metadata']['name']} {key} "
-                                 f"{before.get(key, '-')} → {value}")
+            notes += _limits_raised(was, now)
         if kind == "Service" and now is not None and now["spec"].get("type") == "LoadBalancer":
             notes += _exposure(label, was, now)
         if kind == "Application" and was is not None and now is not None:
@@ -282,6 +280,7 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
                              "(nodes drift and are replaced once empty)")
     if old and new:  # the first install is checked at synth; here: the waves of this change
         notes += [f"slurm.conf at a sync wave: {p.message}" for p in wave_problems(cluster, old, new)]
+    notes = _stateful_adds(notes)
     notes += _image_changes(_image_tags(old), _image_tags(new))
     gone = sorted(_policy_names(old) - _policy_names(new))
     if gone and not has_policy(new.values()):
@@ -344,6 +343,25 @@ def storage_headline(old: Tree, new: Tree) -> list[str]:
         if growth:
             lines.append(f"- {growth[0]}")
     return lines
+
+
+def _limits_raised(was: Obj | None, now: Obj) -> list[str]:
+    """One line per NodePool whose limits rise: 'NodePool x nodes 4 → 8, nvidia.com/gpu 16 → 32'."""
+    before = (was or {}).get("spec", {}).get("limits", {})
+    raised = [f"{key} {before.get(key, '-')} → {value}" for key, value in sorted(now["spec"].get("limits", {}).items())
+              if _number(value) > _number(before.get(key, "0"))]
+    return [f"Karpenter limit raised: NodePool {now['metadata']['name']} {', '.join(raised)}"] if raised else []
+
+
+def _stateful_adds(notes: list[str]) -> list[str]:
+    """The stateful objects added, in one line where the first was: adding one puts no data at stake."""
+    prefix = "stateful: adds "
+    adds = [n[len(prefix):] for n in notes if n.startswith(prefix)]
+    if len(adds) < 2:
+        return notes
+    first = next(i for i, n in enumerate(notes) if n.startswith(prefix))
+    rest = [n for n in notes if not n.startswith(prefix)]
+    return [*rest[:first], prefix + ", ".join(adds), *rest[first:]]
 
 
 def _number(value: Any) -> float:
@@ -493,9 +511,22 @@ def _signed(deltas: Mapping[str, int]) -> str:
     return ", ".join(f"{key} {value:+d}" for key, value in sorted(deltas.items()) if value)
 
 
+def _count(ceiling: int, now: int) -> str:
+    """'4' when every node of the ceiling runs, else 'up to 4 (0 now)': an autoscaled or maxNodes nodeset
+    runs fewer nodes than it may launch, and a headline of its ceiling alone reads as what will run."""
+    return str(ceiling) if ceiling == now else f"up to {ceiling} ({now} now)"
+
+
+def _delta_count(ceiling: int, now: int) -> str:
+    """A change of the ceiling by `ceiling` nodes and of the replicas by `now`: '4', 'up to 4 (0 now)' or 'up to 4 (+2 now)'."""
+    if not ceiling or ceiling == now:
+        return str(abs(ceiling))
+    return f"up to {abs(ceiling)} ({now:+d} now)" if now else f"up to {abs(ceiling)} (0 now)"
+
+
 def _nodes_text(cap: NodeSetCapacity) -> str:
     gpus = f" ({cap.accelerators} {cap.model()})" if cap.accelerators else ""
-    return f"{cap.max_nodes} {cap.nodes_of()} node(s){gpus}"
+    return f"{_count(cap.max_nodes, cap.replicas)} {cap.nodes_of()} node(s){gpus}"
 
 
 def _headline(before: Caps, after: Caps) -> list[str]:
@@ -525,7 +556,12 @@ def _headline(before: Caps, after: Caps) -> list[str]:
             nodes, gpus = b.max_nodes - a.max_nodes, b.accelerators - a.accelerators
             gpu_text = f" ({abs(gpus)} {b.model()})" if gpus else ""
             verb, prep = ("adds", "to") if nodes > 0 or (not nodes and gpus > 0) else ("removes", "from")
-            lines.append(f"- {verb} {abs(nodes)} {b.nodes_of()} node(s){gpu_text} {prep} {where}")
+            lines.append(f"- {verb} {_delta_count(nodes, b.replicas - a.replicas)} {b.nodes_of()} node(s){gpu_text} "
+                         f"{prep} {where}")
+        elif a.replicas != b.replicas:
+            more = b.replicas - a.replicas
+            lines.append(f"- runs {abs(more)} {'more' if more > 0 else 'fewer'} {b.nodes_of()} node(s) now in {where} "
+                         f"({a.replicas} → {b.replicas}; the ceiling stays {b.max_nodes})")
     if len(lines) > 1 or any(line.startswith("- replaces") for line in lines):
         if _signed(gpu_delta):
             lines.append(f"- GPUs at the ceiling: {_signed(gpu_delta)}")
@@ -553,9 +589,13 @@ def _cost_headline(before: Caps, after: Caps, region: str | None) -> list[str]:
     def side(caps: list[NodeSetCapacity] | None, nodes: Callable[[NodeSetCapacity], int]) -> str | None:
         return None if caps is None else _sum(caps, nodes) or "no price"
 
-    line = (f"- cost (on-demand): {_arrow(side(a, _replicas), side(b, _replicas))} at replicas, "
-            f"{_arrow(side(a, _ceiling), side(b, _ceiling))} at max")
-    return [line + (f"; not counted: {left_out}" if left_out else "")]
+    now, ceiling = _arrow(side(a, _replicas), side(b, _replicas)), _arrow(side(a, _ceiling), side(b, _ceiling))
+    return [f"- cost (on-demand): {_now_and_ceiling(now, ceiling)}" + (f"; not counted: {left_out}" if left_out else "")]
+
+
+def _now_and_ceiling(now: str, ceiling: str) -> str:
+    """The cost as the headline counts nodes: one figure when every node of the ceiling runs, else both."""
+    return f"{now} now and at the ceiling" if now == ceiling else f"{now} now, {ceiling} at the ceiling"
 
 
 def _nodeset_images(tree: Tree, nodeset: str) -> list[str]:
@@ -596,6 +636,7 @@ class ClusterSection:
     head: list[str]  # title, headline, cost line, stateful line
     details: list[str]  # tables, objects, charts, slurm.conf
     attention: list[str]
+    removal: str | None = None  # a whole cluster removed: its one line, and nothing else
 
     def full(self) -> list[str]:
         return [*self.head, "", *self.details, "**Needs attention**", "",
@@ -617,11 +658,12 @@ def _section(cluster: str, a: Tree, b: Tree, catalog: Mapping[str, InstanceType]
     before, after = capacity(a, catalog, prices), capacity(b, catalog, prices)
     state = " (new cluster)" if not a else " (cluster removed)" if not b else ""
     arch = _architecture(before, after, b)
-    attention = [*arch, *_attention(cluster, a, b)]
+    attention = [*arch, *_attention(cluster, a, b), *no_effect(a, b)]
     stateful = any(n.startswith("stateful") for n in attention)
     head = [f"### Cluster `{cluster}`{state}", ""]
     head += _headline(before, after) or ([] if storage_headline(a, b) else ["- no change in capacity"])
     head += storage_headline(a, b)
+    head += [f"- {line}" for line in policy_lines(a, b)]
     head += [f"- **{n[0].upper()}{n[1:]}**" for n in arch]
     head += _cost_headline(before, after, region_of(b) or region_of(a))
     head += _price_source_line(before, after, region_of(b) or region_of(a), prices)
@@ -635,12 +677,60 @@ def _section(cluster: str, a: Tree, b: Tree, catalog: Mapping[str, InstanceType]
     chart_lines = charts(cluster, a, b) if charts else []
     if chart_lines:
         details += ["", "**Helm charts** (rendered at base and head; `main.py --preview`)", "", *chart_lines]
-    conf = slurmconf_changes(a, b)
+    conf = slurmconf_changes(a, b) if a else _new_cluster_conf(cluster, slurmconf_changes(a, b))
     if conf:
         details += ["", "**Effective slurm.conf** (as slurm-operator 1.2.1 writes it; `main.py --explain slurm.conf`)", ""]
         details += [f"- {line}" for line in conf]
     details.append("")
     return ClusterSection(cluster, head, details, attention)
+
+
+def _new_cluster_conf(cluster: str, lines: list[str]) -> list[str]:
+    """A new cluster's effective configuration: its partitions and nodesets, and the count of every other
+    key (each is "- → value"; a first pull request of 70 such lines hides what matters)."""
+    kept = [line for line in lines if line.startswith(("`PartitionName=", "`NodeSet="))]
+    counts: dict[str, int] = {}
+    for line in lines:
+        if line not in kept:
+            head = line.split(":", 1)[0]
+            name = "slurm.conf" if head in ("scheduling", "accounting", "other") else head
+            counts[name] = counts.get(name, 0) + 1
+    if counts:
+        files = ", ".join(f"{name} {count}" for name, count in sorted(counts.items(), key=lambda kv: kv[0] != "slurm.conf"))
+        kept.append(f"keys set: {files} (`main.py --explain slurm.conf --cluster {cluster}` prints each file)")
+    return kept
+
+
+#: What Argo CD does with a removed cluster: the root Application's path is gone, so Argo CD v3.5.1
+#: reports `app path does not exist` (util/app/path/path.go) and syncs nothing; deleting the root cascades
+#: (resources-finalizer) to everything but what carries Delete=false (docs/guarantees.md).
+REMOVED_NOTE = ("**Clusters removed** (their `dist/<name>/` is gone). A deployed one keeps running: its root "
+                "Application reports `app path does not exist` and Argo CD changes nothing until you delete that "
+                "Application, which deletes every object of the cluster but those with `Delete=false`.")
+
+
+def _removed_line(cluster: str, tree: Tree) -> str:
+    """A whole cluster removed, in one line: its objects, the stateful ones and whether Delete=false keeps
+    them, and the root Application that removes the rest."""
+    stateful = sorted(_label(o) for o in tree.values() if o.get("kind") in STATEFUL)
+    lost = sorted(_label(o) for o in tree.values() if o.get("kind") in STATEFUL and not _kept_on_delete(o))
+    roots = sorted(_label(o) for rel, o in tree.items() if rel.startswith("bootstrap/") and o.get("kind") == "Application")
+    root = roots[0] if roots else "its root Application"
+    line = f"- removes cluster `{cluster}`: {len(tree)} objects"
+    if stateful:
+        line += f", {len(stateful)} stateful ({', '.join(stateful)})"
+        line += f"; without Delete=false: {', '.join(lost)}" if lost else " kept by Prune=false,Delete=false"
+    return line + f"; root: {root}"
+
+
+def _kept_on_delete(obj: Obj) -> bool:
+    options = obj.get("metadata", {}).get("annotations", {}).get("argocd.argoproj.io/sync-options", "")
+    return "Delete=false" in (o.strip() for o in str(options).split(","))
+
+
+def _removals(parts: list[ClusterSection]) -> list[str]:
+    lines = [p.removal for p in parts if p.removal]
+    return [REMOVED_NOTE, "", *lines, ""] if lines else []
 
 
 def sections(old: Mapping[str, Tree], new: Mapping[str, Tree], catalog: Mapping[str, InstanceType] | None = None,
@@ -649,15 +739,17 @@ def sections(old: Mapping[str, Tree], new: Mapping[str, Tree], catalog: Mapping[
     """One section per cluster whose render changed, in name order."""
     catalog = catalog if catalog is not None else load_catalog()
     prices = prices if prices is not None else load_prices()
-    return [_section(cluster, old.get(cluster, {}), new.get(cluster, {}), catalog, prices, charts)
+    return [_section(cluster, old.get(cluster, {}), new[cluster], catalog, prices, charts) if new.get(cluster)
+            else ClusterSection(cluster, [], [], [], removal=_removed_line(cluster, old[cluster]))
             for cluster in sorted(set(old) | set(new)) if old.get(cluster, {}) != new.get(cluster, {})]
 
 
 def full_text(parts: list[ClusterSection]) -> str:
     """The whole summary, never shortened."""
-    out = [TITLE, ""]
+    out = [TITLE, "", *_removals(parts)]
     for section in parts:
-        out += section.full()
+        if section.removal is None:
+            out += section.full()
     if not parts:
         out += ["No change to the rendered tree.", ""]
     return "\n".join(out)
@@ -683,9 +775,9 @@ def fit_comment(sections: list[ClusterSection], max_chars: int) -> str:
     """At most `max_chars` characters, in the order a reviewer must read: every cluster's headline, cost
     and needs-attention notes (clusters with destructive changes first, those notes first), then the
     details cluster by cluster while they fit; whatever is cut is named, with where the full text is."""
-    ordered = sorted(sections, key=lambda s: (not s.urgent(), s.name))
     notice = f"> **Shortened to fit one comment**: {FULL_SUMMARY_AT}."
-    lines = [TITLE, "", notice, ""]
+    lines = [TITLE, "", notice, "", *_removals(sections)]
+    ordered = sorted((s for s in sections if s.removal is None), key=lambda s: (not s.urgent(), s.name))
     for section in ordered:
         notes = sorted(section.attention, key=lambda n: not _destructive(n))
         lines += [*section.head, "", "**Needs attention**", "", *([f"- {n}" for n in notes] or ["- nothing"]), ""]
@@ -729,6 +821,15 @@ def _cut(text: str, max_chars: int) -> str:
     return "\n".join([*kept, "", f"_… {cut} more line(s) cut to fit one comment; {FULL_SUMMARY_AT}._", ""])
 
 
+def _paths_text(was: Obj, now: Obj) -> str:
+    """The changed fields of an object; the accounts ConfigMap's data is said in words in the headline."""
+    paths = changed_paths(was, now)
+    if now.get("kind") == "ConfigMap" and now["metadata"].get("name") == POLICY_CONFIG_MAP \
+            and any(p.startswith("data.") for p in paths):
+        paths = ["Slurm accounts and QoS, in the headline", *(p for p in paths if not p.startswith("data."))]
+    return ", ".join(paths) or "metadata"
+
+
 def _objects(cluster: str, old: Tree, new: Tree) -> list[str]:
     groups: dict[str, dict[str, list[str]]] = {}
     for rel in sorted(set(old) | set(new)):
@@ -744,7 +845,7 @@ def _objects(cluster: str, old: Tree, new: Tree) -> list[str]:
         elif now is None:
             groups.setdefault(app, {}).setdefault("removed", []).append(_label(obj))
         else:
-            paths = ", ".join(changed_paths(was, now)) or "metadata"
+            paths = _paths_text(was, now)
             groups.setdefault(app, {}).setdefault("changed", []).append(f"{_label(obj)} ({paths})")
     lines = []
     for app in sorted(groups):

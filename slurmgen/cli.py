@@ -396,7 +396,7 @@ def _preview(result: Result, cluster: str | None, allow_unproven: Sequence[str] 
     """`--preview`: report per chart on stdout, one line per problem on stderr; exit 2 on a problem."""
     import time
 
-    from .review.preview import helm_sources, locator_from_env, preview_clusters
+    from .review.preview import helm_sources, locator_from_env, nothing_proven, preview_clusters
     from .review.preview.charts import helm_sdk
 
     clusters = [c for c in result.clusters if cluster in (None, c.spec.name)]
@@ -419,16 +419,21 @@ def _preview(result: Result, cluster: str | None, allow_unproven: Sequence[str] 
     for line in problems:
         print(line, file=sys.stderr)
     rendered = sum(len(p.renders) for p in previews)
-    skipped = sum(len(p.not_previewed) for p in previews)
+    skipped = sum(p.charts - len(p.renders) for p in previews)
     print(f"preview: {rendered} chart render(s) in {len(previews)} cluster(s), {skipped} not previewed, "
           f"{len(problems)} problem(s), {time.perf_counter() - start:.1f} s", file=sys.stderr)
     hosts = locator.unreachable_hosts()
     if hosts:
-        print(f"preview: chart registries not reachable ({', '.join(hosts)}): --preview needs them, or a folder of "
-              "unpacked charts as SLURMGEN_CHART_DIR", file=sys.stderr)
-    if not rendered and skipped:
-        print("preview: no chart could be rendered, so nothing was proven: set SLURMGEN_CHART_DIR to a folder of "
-              "unpacked charts or let --preview pull them (SLURMGEN_CHART_PULL)", file=sys.stderr)
+        alternative = (" for the charts SLURMGEN_CHART_DIR does not hold" if locator.chart_dir is not None
+                       else ", or a folder of unpacked charts as SLURMGEN_CHART_DIR")
+        print(f"preview: chart registries not reachable ({', '.join(hosts)}): --preview needs them{alternative}",
+              file=sys.stderr)
+    unproven = any(" cannot be proven: " in line for line in problems)
+    if unproven:
+        print("preview: a chart that cannot be proven fails the run; to accept it unproven, pass --allow-unproven "
+              "CHART (repeatable)", file=sys.stderr)
+    if not rendered and (unproven or any(p.not_previewed for p in previews)):
+        print(nothing_proven(locator), file=sys.stderr)
         return 2
     return 2 if problems else 0
 

@@ -335,12 +335,13 @@ def test_cli_preview_with_no_chart_source_proves_nothing_and_fails(monkeypatch, 
     monkeypatch.setenv("SLURMGEN_CHART_DIR", str(tmp_path))
     monkeypatch.setenv("SLURMGEN_CHART_PULL", "0")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    # THEN every chart is "not previewed", and the run fails rather than passing on nothing
+    # THEN every chart is one line, a problem, and the run fails rather than passing on nothing
     assert main([*SPEC_ARGS, "--preview", "--cluster", "dev"]) == 2
     out, err = capsys.readouterr()
-    assert "dev/dev-slurm-operator: not previewed: no chart source for slurm-operator 1.2.1" in out
-    assert err.rstrip().endswith("nothing was proven: set SLURMGEN_CHART_DIR to a folder of unpacked charts or let "
-                                 "--preview pull them (SLURMGEN_CHART_PULL)")
+    assert "dev/dev-slurm-operator" not in out
+    assert (f"dev/dev-slurm-operator: chart slurm-operator 1.2.1 cannot be proven: no chart source (not in {tmp_path}, "
+            f"not cached, pull off); unpack slurm-operator 1.2.1 as {tmp_path}/slurm-operator/\n") in err
+    assert err.rstrip().endswith(f"nothing was proven: unpack the pinned charts into SLURMGEN_CHART_DIR={tmp_path}")
 
 
 # --- issue 20: proofs that cannot lie ----------------------------------------------------------
@@ -419,8 +420,7 @@ def test_a_chart_without_a_source_fails_the_preview_unless_allowed(tmp_path, mon
     # THEN it is a problem: one line naming the chart and how to get its source
     assert renders == [] and problems == [
         f"t/t-neuron: chart neuron-helm-chart 1.9.0 cannot be proven: no chart source (not in {tmp_path}, not cached, "
-        "pull off); unpack it as $SLURMGEN_CHART_DIR/neuron-helm-chart/, or let --preview pull it from "
-        "public.ecr.aws/neuron (SLURMGEN_CHART_PULL=1), or pass --allow-unproven neuron-helm-chart"]
+        f"pull off); unpack neuron-helm-chart 1.9.0 as {tmp_path}/neuron-helm-chart/"]
     # AND allowed by name, it is only reported
     renders, skipped, problems = render_sources("t", [source], empty, allow_unproven={"neuron-helm-chart"})
     assert problems == [] and skipped == [
@@ -620,7 +620,7 @@ def test_failed_pulls_name_each_charts_own_source(tmp_path, monkeypatch):
                      "oci://ghcr.io/slinkyproject/charts/slurm-operator-crds 1.2.1",
                      "https://kedacore.github.io/charts keda 2.20.2"]
     # AND every line names its own chart and where it comes from, never another chart's
-    why = [line.split("no chart source (", 1)[1].split("); unpack", 1)[0] for line in problems]
+    why = [line.split("no chart source (", 1)[1].rsplit("); ", 1)[0] for line in problems]
     assert why == [
         "SLURMGEN_CHART_DIR unset, not cached, pull of oci://quay.io/jetstack/charts/cert-manager:v1.21.1 failed "
         "(failed to fetch oci://quay.io/jetstack/charts/cert-manager:v1.21.1: lookup: no such host)",
@@ -660,3 +660,131 @@ def test_cli_preview_offline_says_it_needs_the_registries_or_a_chart_folder(tmp_
     hint = [line for line in err if line.startswith("preview: chart registries not reachable")]
     assert len(hint) == 1 and "ghcr.io" in hint[0] and hint[0].endswith(
         "--preview needs them, or a folder of unpacked charts as SLURMGEN_CHART_DIR")
+
+
+# --- issue 29 item 7: one whole line per chart, with the one fix that applies -------------------
+
+#: what the Helm SDK (helm-python-sdk 0.2.2) raises for an HTTP repository with no network: 222 characters,
+#: which a cut at 200 used to end as "lookup nvidia.githu"
+OFFLINE_HTTP_ERROR = ('looks like "https://nvidia.github.io/k8s-device-plugin" is not a valid chart repository or '
+                      'cannot be reached: Get "https://nvidia.github.io/k8s-device-plugin/index.yaml": dial tcp: '
+                      'lookup nvidia.github.io on 10.255.255.53:53: no such host')
+NVIDIA = HelmSource(application="t-nvidia-device-plugin", repo_url="https://nvidia.github.io/k8s-device-plugin",
+                    chart="nvidia-device-plugin", version="0.17.0", release_name="nvidia-device-plugin",
+                    namespace="kube-system", values={})
+
+
+def offline_sdk(monkeypatch) -> None:
+    """The SDK seam of charts.py: every pull fails as it does without a network."""
+    from slurmgen.review.preview import charts
+
+    class NoNetwork:
+        @staticmethod
+        def pull(ref: str, **_kw: Any) -> None:
+            raise RuntimeError(OFFLINE_HTTP_ERROR + "\nsecond line")
+
+    monkeypatch.setattr(charts, "helm_sdk", lambda: NoNetwork)
+
+
+def test_a_long_error_is_cut_between_words_keeping_its_cause():
+    from slurmgen.review.preview.charts import clip
+    assert len(OFFLINE_HTTP_ERROR) > 200
+    # WHEN an error longer than the bound is clipped
+    clipped = clip(OFFLINE_HTTP_ERROR + "\nsecond line")
+    # THEN its leading context goes, whole, and the cause stays whole, marked by "…"
+    assert clipped == ('…: Get "https://nvidia.github.io/k8s-device-plugin/index.yaml": dial tcp: '
+                       'lookup nvidia.github.io on 10.255.255.53:53: no such host')
+    # AND a short one is whole, a long one with no `: ` is cut at a space, never inside a word
+    assert clip("no such host") == "no such host"
+    words = " ".join(f"word{i}" for i in range(60))
+    assert clip(words, 40) == "word0 word1 word2 word3 word4 word5 …"
+    assert clip("x" * 50, 40) == "x" * 50 + " …" and clip("") == ""
+
+
+def test_an_unreachable_registry_names_it_and_does_not_suggest_pull_again(tmp_path, monkeypatch):
+    from slurmgen.review.preview import render_sources
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    offline_sdk(monkeypatch)
+    # GIVEN pulls on (SLURMGEN_CHART_PULL=1), no chart folder, and a registry that does not answer
+    renders, skipped, [line] = render_sources("t", [NVIDIA], ChartLocator(chart_dir=None, pull=True))
+    # THEN the chart's one line quotes the error whole (its cause), says which registry, and the fix:
+    # the network or a chart folder; never SLURMGEN_CHART_PULL=1, which is already on
+    assert renders == [] and skipped == []
+    assert line == (
+        "t/t-nvidia-device-plugin: chart nvidia-device-plugin 0.17.0 cannot be proven: no chart source "
+        "(SLURMGEN_CHART_DIR unset, not cached, pull of https://nvidia.github.io/k8s-device-plugin "
+        'nvidia-device-plugin 0.17.0 failed (…: Get "https://nvidia.github.io/k8s-device-plugin/index.yaml": '
+        "dial tcp: lookup nvidia.github.io on 10.255.255.53:53: no such host)); nvidia.github.io is not reachable: "
+        "pulling it needs the network, or set SLURMGEN_CHART_DIR to a folder holding it as nvidia-device-plugin/")
+    assert "SLURMGEN_CHART_PULL" not in line
+
+
+@pytest.mark.parametrize(("setting", "why", "fix"), [
+    # pulls off, no folder: turning pulls on is the fix
+    ("pull off", "SLURMGEN_CHART_DIR unset, not cached, pull off",
+     "set SLURMGEN_CHART_PULL=1 to pull it from https://nvidia.github.io/k8s-device-plugin nvidia-device-plugin 0.17.0"),
+    # a folder that holds no such chart: put the chart there
+    ("empty folder", "not in {dir}, not cached, pull off", "unpack nvidia-device-plugin 0.17.0 as {dir}/nvidia-device-plugin/"),
+    # SLURMGEN_CHART_DIR names no folder (a typo): set it right
+    ("missing folder", "SLURMGEN_CHART_DIR={dir}/nope is not a folder, not cached, pull off",
+     "set SLURMGEN_CHART_DIR to the folder of unpacked charts"),
+    # the folder holds another version: replace it
+    ("wrong version", "{dir}/nvidia-device-plugin/Chart.yaml is nvidia-device-plugin 0.16.0, the Application pins "
+     "nvidia-device-plugin 0.17.0, not cached, pull off", "replace {dir}/nvidia-device-plugin/ with nvidia-device-plugin 0.17.0"),
+    # a folder without the chart and a registry that does not answer: the network, or that folder
+    ("folder, offline", "not in {dir}, not cached, pull of https://nvidia.github.io/k8s-device-plugin nvidia-device-plugin "
+     "0.17.0 failed (…: Get \"https://nvidia.github.io/k8s-device-plugin/index.yaml\": dial tcp: lookup nvidia.github.io "
+     "on 10.255.255.53:53: no such host)",
+     "nvidia.github.io is not reachable: pulling it needs the network, or unpack nvidia-device-plugin 0.17.0 as "
+     "{dir}/nvidia-device-plugin/"),
+])
+def test_each_missing_chart_source_gets_the_one_fix_that_applies(tmp_path, monkeypatch, setting, why, fix):
+    from slurmgen.review.preview import render_sources
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    offline_sdk(monkeypatch)
+    folder = tmp_path / "charts"
+    folder.mkdir()
+    # GIVEN a run's chart settings
+    locator = {"pull off": ChartLocator(chart_dir=None, pull=False),
+               "empty folder": ChartLocator(chart_dir=folder, pull=False),
+               "missing folder": ChartLocator(chart_dir=folder / "nope", pull=False),
+               "wrong version": ChartLocator(chart_dir=folder, pull=False),
+               "folder, offline": ChartLocator(chart_dir=folder, pull=True)}[setting]
+    if setting == "wrong version":
+        (folder / "nvidia-device-plugin").mkdir()
+        (folder / "nvidia-device-plugin" / "Chart.yaml").write_text("apiVersion: v2\nname: nvidia-device-plugin\n"
+                                                                    "version: 0.16.0\n")
+    # WHEN the chart has no source
+    _renders, _skipped, [line] = render_sources("t", [NVIDIA], locator)
+    # THEN its one line says why and gives exactly the fix for those settings
+    assert line == ("t/t-nvidia-device-plugin: chart nvidia-device-plugin 0.17.0 cannot be proven: no chart source "
+                    f"({why.format(dir=folder)}); {fix.format(dir=folder)}")
+    assert line.count("SLURMGEN_CHART_PULL") == (setting == "pull off")
+
+
+@pytest.mark.parametrize(("pull", "closing"), [
+    ("1", "--preview needs the network to pull the charts, or SLURMGEN_CHART_DIR set to a folder of unpacked charts"),
+    ("0", "set SLURMGEN_CHART_PULL=1 to pull the charts, or SLURMGEN_CHART_DIR to a folder of unpacked charts"),
+])
+def test_cli_preview_prints_each_chart_once_and_a_closing_fix_for_its_settings(tmp_path, monkeypatch, capsys,
+                                                                               pull, closing):
+    from slurmgen.cli import main
+    from tests.conftest import MINIMAL_SPEC
+    offline_sdk(monkeypatch)
+    monkeypatch.delenv("SLURMGEN_CHART_DIR", raising=False)
+    monkeypatch.setenv("SLURMGEN_CHART_PULL", pull)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    spec = tmp_path / "t.yaml"
+    spec.write_text(MINIMAL_SPEC)
+    # WHEN a cluster is previewed with no chart source at all
+    assert main(["--preview", "--spec", str(spec)]) == 2
+    out, err = capsys.readouterr()
+    lines = (out + err).splitlines()
+    # THEN each Helm Application is named on exactly one line
+    apps = [line.split(": ", 1)[0] for line in lines if "/" in line.split(": ", 1)[0]]
+    assert apps and len(apps) == len(set(apps)), lines
+    # AND no line suggests the pull setting the run already has
+    if pull == "1":
+        assert not [line for line in lines if "SLURMGEN_CHART_PULL" in line]
+    # AND the last line is the fix for these settings
+    assert lines[-1] == f"preview: no chart could be rendered, so nothing was proven: {closing}"

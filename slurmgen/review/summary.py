@@ -19,6 +19,7 @@ from ..synth.rendered import image_parts, images
 from ..kube.quantity import memory_mib
 from ..kube.vocabulary import LBC
 from ..verify.slurm_files import wave_problems
+from .picture import FULL, NONE, Picture, picture
 from .policy_words import no_effect, policy_lines
 from .slurm_diff import changes as slurmconf_changes
 
@@ -637,9 +638,14 @@ class ClusterSection:
     details: list[str]  # tables, objects, charts, slurm.conf
     attention: list[str]
     removal: str | None = None  # a whole cluster removed: its one line, and nothing else
+    picture: Picture | None = None  # before the details; the first thing fit_comment simplifies or drops
+
+    def body(self, level: int = FULL) -> list[str]:
+        """The details, after the picture at `level` (slurmgen/review/picture.py)."""
+        return [*(self.picture.lines(level) if self.picture else []), *self.details]
 
     def full(self) -> list[str]:
-        return [*self.head, "", *self.details, "**Needs attention**", "",
+        return [*self.head, "", *self.body(), "**Needs attention**", "",
                 *([f"- {n}" for n in self.attention] or ["- nothing"]), ""]
 
     def urgent(self) -> bool:
@@ -682,7 +688,8 @@ def _section(cluster: str, a: Tree, b: Tree, catalog: Mapping[str, InstanceType]
         details += ["", "**Effective slurm.conf** (as slurm-operator 1.2.1 writes it; `main.py --explain slurm.conf`)", ""]
         details += [f"- {line}" for line in conf]
     details.append("")
-    return ClusterSection(cluster, head, details, attention)
+    return ClusterSection(cluster, head, details, attention,
+                          picture=picture(a, b, before, after, catalog, FULL_SUMMARY_AT))
 
 
 def _new_cluster_conf(cluster: str, lines: list[str]) -> list[str]:
@@ -774,7 +781,17 @@ def summarize(old: Mapping[str, Tree], new: Mapping[str, Tree],
 def fit_comment(sections: list[ClusterSection], max_chars: int) -> str:
     """At most `max_chars` characters, in the order a reviewer must read: every cluster's headline, cost
     and needs-attention notes (clusters with destructive changes first, those notes first), then the
-    details cluster by cluster while they fit; whatever is cut is named, with where the full text is."""
+    details cluster by cluster while they fit; whatever is cut is named, with where the full text is.
+    The pictures give way first: whole, then only their changed parts, then a note, before any details."""
+    for level in range(FULL, NONE):
+        text, omitted = _fit(sections, max_chars, level)
+        if not omitted:
+            return text
+    return _fit(sections, max_chars, NONE)[0]
+
+
+def _fit(sections: list[ClusterSection], max_chars: int, level: int) -> tuple[str, list[str]]:
+    """fit_comment with the pictures at `level`: the text, and the clusters whose details it leaves out."""
     notice = f"> **Shortened to fit one comment**: {FULL_SUMMARY_AT}."
     lines = [TITLE, "", notice, "", *_removals(sections)]
     ordered = sorted((s for s in sections if s.removal is None), key=lambda s: (not s.urgent(), s.name))
@@ -784,7 +801,8 @@ def fit_comment(sections: list[ClusterSection], max_chars: int) -> str:
     omitted: list[str] = []
     first_details = True
     for index, section in enumerate(ordered):
-        block = (["## Details", ""] if first_details else []) + [f"### Details of `{section.name}`", "", *section.details]
+        block = (["## Details", ""] if first_details else []) + [f"### Details of `{section.name}`", "",
+                                                                 *section.body(level)]
         # room for naming this cluster and every later one, in case none of them fits after this block
         if _length(lines + block) + _reserve(omitted + [s.name for s in ordered[index:]]) <= max_chars:
             lines += block
@@ -794,7 +812,7 @@ def fit_comment(sections: list[ClusterSection], max_chars: int) -> str:
     if omitted:
         lines += [f"_Details not shown here for {len(omitted)} cluster(s): {', '.join(f'`{n}`' for n in omitted)}; "
                   f"{FULL_SUMMARY_AT}._", ""]
-    return _cut("\n".join(lines), max_chars)
+    return _cut("\n".join(lines), max_chars), omitted
 
 
 def _length(lines: list[str]) -> int:

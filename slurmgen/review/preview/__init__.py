@@ -19,8 +19,8 @@ from ...synth.rendered import RenderedCluster
 from .charts import ChartLocator, ChartRender, HelmSource, PreviewUnavailable, WrongChart, render
 from .proofs import image_problems, placement_problems, project_problems, stability_problems, values_problems
 
-__all__ = ["ClusterPreview", "PreviewUnavailable", "helm_sources", "locator_from_env", "preview_cluster",
-           "preview_clusters", "render_sources"]
+__all__ = ["ClusterPreview", "PreviewUnavailable", "helm_sources", "locator_from_env", "nothing_proven",
+           "preview_cluster", "preview_clusters", "render_sources"]
 
 
 @dataclass
@@ -29,7 +29,8 @@ class ClusterPreview:
 
     cluster: str
     renders: list[ChartRender] = field(default_factory=list)
-    not_previewed: list[str] = field(default_factory=list)
+    not_previewed: list[str] = field(default_factory=list)  # allowed by --allow-unproven (the others are problems)
+    charts: int = 0                                          # Helm Applications: previewed or not
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -64,11 +65,21 @@ def helm_sources(files: dict) -> list[HelmSource]:
     return out
 
 
-def unproven(cluster: str, source: HelmSource, why: str) -> str:
-    """The one line that fails a preview for a chart it could not render, and how to get its source."""
-    return (f"{cluster}/{source.application}: chart {source.chart} {source.version} cannot be proven: no chart "
-            f"source ({why}); unpack it as $SLURMGEN_CHART_DIR/{source.chart}/, or let --preview pull it from "
-            f"{source.repo_url} (SLURMGEN_CHART_PULL=1), or pass --allow-unproven {source.chart}")
+def unproven(cluster: str, source: HelmSource, why: str, fix: str) -> str:
+    """The one line that fails a preview for a chart it could not render: why, and the fix for this run's settings."""
+    return f"{cluster}/{source.application}: chart {source.chart} {source.version} cannot be proven: no chart source ({why}); {fix}"
+
+
+def nothing_proven(locator: ChartLocator) -> str:
+    """The closing line of a run that rendered no chart: the fix for this run's settings (never a setting already on)."""
+    if locator.chart_dir is not None:
+        fix = (f"unpack the pinned charts into SLURMGEN_CHART_DIR={locator.chart_dir}" if locator.chart_dir.is_dir()
+               else f"SLURMGEN_CHART_DIR={locator.chart_dir} is not a folder: point it at the folder of unpacked charts")
+    elif locator.pull:
+        fix = "--preview needs the network to pull the charts, or SLURMGEN_CHART_DIR set to a folder of unpacked charts"
+    else:
+        fix = "set SLURMGEN_CHART_PULL=1 to pull the charts, or SLURMGEN_CHART_DIR to a folder of unpacked charts"
+    return f"preview: no chart could be rendered, so nothing was proven: {fix}"
 
 
 def render_sources(cluster: str, sources: Iterable[HelmSource], locator: ChartLocator,
@@ -77,17 +88,19 @@ def render_sources(cluster: str, sources: Iterable[HelmSource], locator: ChartLo
     """(renders, not-previewed lines, problems) of some Helm sources.
 
     A chart with no source is a problem unless its name is in `allow_unproven`: a preview that
-    renders nothing of a chart proves nothing of it, and must not pass as if it had.
+    renders nothing of a chart proves nothing of it, and must not pass as if it had. Each chart is
+    one line: an allowed one among the not-previewed lines, any other among the problems.
     """
     renders, skipped, failures = [], [], []
     for source in sources:
-        path, notes, why = locator.locate(source)
+        found = locator.find(source)
+        path, notes = found.path, found.notes
         if path is None:
-            allowed = " (allowed by --allow-unproven)" if source.chart in allow_unproven else ""
-            skipped.append(f"{cluster}/{source.application}: not previewed{allowed}: no chart source for "
-                           f"{source.chart} {source.version} ({why})")
-            if not allowed:
-                failures.append(unproven(cluster, source, why))
+            if source.chart in allow_unproven:
+                skipped.append(f"{cluster}/{source.application}: not previewed (allowed by --allow-unproven): no "
+                               f"chart source for {source.chart} {source.version} ({found.why})")
+            else:
+                failures.append(unproven(cluster, source, found.why, found.fix))
             continue
         key = json.dumps([str(path), source.release_name, source.namespace, source.values, kube_version], sort_keys=True)
         try:
@@ -116,10 +129,11 @@ def preview_cluster(cluster: RenderedCluster, locator: ChartLocator,
     """Render one cluster's charts and run every proof on them; `allow_unproven`: chart names that may lack a source."""
     start = time.perf_counter()
     result = ClusterPreview(cluster.spec.name)
+    sources = helm_sources(dict(cluster.files))
+    result.charts = len(sources)
     result.renders, result.not_previewed, failures = render_sources(
-        cluster.spec.name, helm_sources(dict(cluster.files)), locator, kube_version=kube_version(cluster),
-        allow_unproven=allow_unproven)
-    problems, notes = project_problems(cluster, result.renders, partial=bool(result.not_previewed))
+        cluster.spec.name, sources, locator, kube_version=kube_version(cluster), allow_unproven=allow_unproven)
+    problems, notes = project_problems(cluster, result.renders, partial=result.charts > len(result.renders))
     result.problems = (failures + stability_problems(cluster, result.renders) + problems
                        + placement_problems(cluster, result.renders)
                        + image_problems(cluster, result.renders) + values_problems(cluster, result.renders))

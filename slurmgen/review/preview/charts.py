@@ -128,6 +128,43 @@ def sdk_pull(source: HelmSource, destination: Path) -> None:
         helm.pull(f"oci://{source.repo_url}/{source.chart}", version=source.version, destination=destination)
 
 
+ERROR_MAX_CHARS = 200  # of an SDK error quoted in a chart's line
+
+
+def clip(text: str, limit: int = ERROR_MAX_CHARS) -> str:
+    """The first line of an error, whole when it fits in `limit`; else its most specific end.
+
+    Go wraps errors as `context: cause` (helm's "looks like ... cannot be reached: Get "...": dial tcp:
+    lookup host on ...: no such host"), so the end says what failed: whole `: ` parts are dropped
+    from the front; failing that, the words that fit are kept from the front. "…" marks the cut,
+    never inside a word.
+    """
+    line = text.strip().splitlines()[0].strip() if text.strip() else ""
+    if len(line) <= limit:
+        return line
+    parts = line.split(": ")
+    for start in range(1, len(parts)):
+        tail = "…: " + ": ".join(parts[start:])
+        if len(tail) <= limit:
+            return tail
+    kept: list[str] = []
+    for word in line.split(" "):  # the first word is kept whole, even when longer than the limit
+        if kept and len(" ".join([*kept, word])) + 2 > limit:
+            break
+        kept.append(word)
+    return " ".join(kept) + " …"
+
+
+@dataclass
+class Located:
+    """A chart's source (path), or why there is none and the one fix that applies."""
+
+    path: Path | None
+    notes: list[str] = field(default_factory=list)
+    why: str = ""
+    fix: str = ""
+
+
 @dataclass
 class ChartLocator:
     """Where charts are read from; one instance per run shares its renders across the fleet."""
@@ -142,33 +179,60 @@ class ChartLocator:
 
     def locate(self, source: HelmSource) -> tuple[Path | None, list[str], str]:
         """(chart path or None, notes, why not found)."""
+        found = self.find(source)
+        return found.path, found.notes, found.why
+
+    def find(self, source: HelmSource) -> "Located":
+        """Where the chart is, or why it is not and the one fix that applies to this run's settings."""
         unusable = ""
         if self.chart_dir is not None:
             folder = self.chart_dir / source.chart
             if (folder / "Chart.yaml").is_file():
-                found = self._from_folder(folder, source)
-                if found[0] is not None:
-                    return found
-                unusable = found[2]  # a folder of another version, or one missing subcharts: try the cache
+                path, notes, unusable = self._from_folder(folder, source)
+                if path is not None:
+                    return Located(path, notes)
+                # a folder of another version, or one missing subcharts: try the cache
         archive = cache_dir() / f"{source.chart}-{source.version}.tgz"
         if archive.is_file():
-            return archive, [], ""
-        where = unusable or (f"not in {self.chart_dir}" if self.chart_dir else "SLURMGEN_CHART_DIR unset")
-        why = f"{where}, not cached"
+            return Located(archive)
+        why = f"{unusable or self._folder_absence(source)}, not cached"
+        fix = self._folder_fix(source, unusable)
         if not self.pull:
-            return None, [], why + ", pull off"
+            return Located(None, [], why + ", pull off",
+                           fix or f"set SLURMGEN_CHART_PULL=1 to pull it from {pull_reference(source)}")
         host, ref = registry_host(source.repo_url), pull_reference(source)
+        offline = (f"{host} is not reachable: pulling it needs the network, or "
+                   + (fix or f"set SLURMGEN_CHART_DIR to a folder holding it as {source.chart}/"))
         if host not in self._failed_hosts:
             try:
-                return self._pull(source, archive), [], ""
+                return Located(self._pull(source, archive))
             except Exception as err:  # noqa: BLE001  (any SDK error means: not reachable now)
-                self._failed_hosts[host] = (ref, str(err).strip().splitlines()[0][:200] if str(err).strip()
-                                            else type(err).__name__)
-                return None, [], f"{why}, pull of {ref} failed ({self._failed_hosts[host][1]})"
+                self._failed_hosts[host] = (ref, clip(str(err)) or type(err).__name__)
+                return Located(None, [], f"{why}, pull of {ref} failed ({self._failed_hosts[host][1]})", offline)
         first, error = self._failed_hosts[host]
         if first == ref:
-            return None, [], f"{why}, pull of {ref} failed earlier in this run ({error})"
-        return None, [], f"{why}, {ref} not pulled: {host} did not answer the pull of {first} earlier in this run"
+            return Located(None, [], f"{why}, pull of {ref} failed earlier in this run ({error})", offline)
+        return Located(None, [], f"{why}, {ref} not pulled: {host} did not answer the pull of {first} earlier in "
+                       "this run", offline)
+
+    def _folder_absence(self, source: HelmSource) -> str:
+        """Why SLURMGEN_CHART_DIR did not hold the chart, when it held no folder of that name."""
+        if self.chart_dir is None:
+            return "SLURMGEN_CHART_DIR unset"
+        if not self.chart_dir.is_dir():
+            return f"SLURMGEN_CHART_DIR={self.chart_dir} is not a folder"
+        return f"not in {self.chart_dir}"
+
+    def _folder_fix(self, source: HelmSource, unusable: str) -> str:
+        """What to do with SLURMGEN_CHART_DIR when one is set ('' when none is): it is the source the user chose."""
+        if self.chart_dir is None:
+            return ""
+        if not self.chart_dir.is_dir():
+            return "set SLURMGEN_CHART_DIR to the folder of unpacked charts"
+        where = self.chart_dir / source.chart
+        if unusable:
+            return f"replace {where}/ with {source.chart} {source.version}"
+        return f"unpack {source.chart} {source.version} as {where}/"
 
     def unreachable_hosts(self) -> list[str]:
         """The registry hosts a pull failed from, sorted (for the run's closing hint)."""
@@ -251,7 +315,7 @@ def _mapping_file(path: Path) -> tuple[Obj | None, str]:
         doc = load_document(read_text(path, max_bytes=CHART_FILE_MAX_BYTES, advice="not a chart file"))
     except (OSError, UnreadableFile, yaml.YAMLError) as err:
         what = err.strerror if isinstance(err, OSError) and err.strerror else str(err).splitlines()[0]
-        return None, f"{path}: {what}"[:300]
+        return None, f"{path}: {clip(what)}"
     if doc is None:
         return {}, ""
     if not isinstance(doc, dict):

@@ -260,7 +260,7 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
                 if a is not _MISSING and a != b:
                     notes.append(f"immutable field: {label} {'.'.join(path)} changes; synth needs --allow-destroy "
                                  f"{cluster}:{kind}/{now['metadata']['name']}")
-        if kind == "NodePool" and now is not None:
+        if kind == "NodePool" and now is not None and old:  # a new cluster's limits: its headline and cost
             notes += _limits_raised(was, now)
         if kind == "Service" and now is not None and now["spec"].get("type") == "LoadBalancer":
             notes += _exposure(label, was, now)
@@ -563,7 +563,9 @@ def _headline(before: Caps, after: Caps) -> list[str]:
             more = b.replicas - a.replicas
             lines.append(f"- runs {abs(more)} {'more' if more > 0 else 'fewer'} {b.nodes_of()} node(s) now in {where} "
                          f"({a.replicas} → {b.replicas}; the ceiling stays {b.max_nodes})")
-    if len(lines) > 1 or any(line.startswith("- replaces") for line in lines):
+    # the net change per model and type, where the lines above do not already say it: not for a new or
+    # removed cluster, whose every line adds or removes whole nodesets
+    if before and after and (len(lines) > 1 or any(line.startswith("- replaces") for line in lines)):
         if _signed(gpu_delta):
             lines.append(f"- GPUs at the ceiling: {_signed(gpu_delta)}")
         if _signed(node_delta):

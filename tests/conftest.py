@@ -93,14 +93,19 @@ def example(rendered):
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_render_cache(tmp_path_factory):
-    """The render cache (slurmgen/run/cache.py) of a test session is a fresh folder, never the user's."""
-    before = os.environ.get("SLURMGEN_CACHE_DIR")
-    os.environ["SLURMGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("render-cache"))
+    """The caches of a test session are fresh folders, never the user's: the render cache
+    (slurmgen/run/cache.py) and everything else under $XDG_CACHE_HOME/slurmgen (the chart archives a
+    preview pulls, slurmgen/user_cache.py)."""
+    private = {"SLURMGEN_CACHE_DIR": str(tmp_path_factory.mktemp("render-cache")),
+               "XDG_CACHE_HOME": str(tmp_path_factory.mktemp("xdg-cache"))}
+    before = {key: os.environ.get(key) for key in private}
+    os.environ.update(private)
     yield
-    if before is None:
-        os.environ.pop("SLURMGEN_CACHE_DIR", None)
-    else:
-        os.environ["SLURMGEN_CACHE_DIR"] = before
+    for key, value in before.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

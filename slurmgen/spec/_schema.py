@@ -210,6 +210,11 @@ def check(instance: Any, spelling: Spelling | None = None) -> Iterator[tuple[str
 def field_types(path: Sequence[str | int]) -> frozenset[str] | None:
     """The JSON types the schema allows at a field path (keys and list indexes), through `$ref` and
     `oneOf`; None where it does not say (a key it does not know, a node without `type`)."""
+    return _field_types(tuple(path))
+
+
+@lru_cache(maxsize=4096)  # asked for every plain scalar a spec writes: the same few hundred paths
+def _field_types(path: tuple[str | int, ...]) -> frozenset[str] | None:
     nodes: list[dict[str, Any]] = [schema()]
     for step in path:
         nodes = [child for node in nodes for variant in _variants(node) for child in _child(variant, step)]

@@ -130,3 +130,68 @@ def test_a_spec_file_name_with_terminal_escapes_is_printed_escaped(tmp_path, cap
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err
     assert "\\x1b]0;pwned\\x07t\\u202e.yaml: expected a mapping" in err
+
+
+@pytest.mark.parametrize(("path", "types"), [
+    (("aws", "accountId"), {"string"}),
+    (("partitions", 0, "maxTime"), {"string"}),
+    (("nodesets", 3, "extraSlurmdConf", "Weight"), {"string", "integer"}),  # through $ref and oneOf
+    (("nodesets", 0, "replicas"), {"integer"}),
+    (("aws", "noSuchKey"), None),
+])
+def test_field_types_follow_the_schema_through_refs_and_one_of(path, types):
+    # GIVEN a field path / WHEN its types are looked up / THEN they are the schema's (None when it does not say)
+    from slurmgen.spec._schema import field_types
+    assert field_types(path) == (frozenset(types) if types else None)
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(43200, "12:00:00"), (3600, "01:00:00"), (43200 * 60, "30-00:00:00"),
+                                                (90061, "1-01:01:01")])
+def test_slurm_durations_are_written_as_slurm_reads_them(seconds, shown):
+    from slurmgen.spec._schema import slurm_duration
+    assert slurm_duration(seconds) == shown
+
+
+def test_a_leading_zero_number_is_refused_only_where_the_field_takes_only_text():
+    # GIVEN 012345678901, which PyYAML reads as text and YAML 1.2 as the number 12345678901
+    text = spec_text(aws={"accountId": "X"}, nodeset={"extraSlurmdConf": {"Weight": "Y"}})
+    assert "accountId: X\n" in text and "Weight: Y\n" in text
+    # WHEN it is a slurmd parameter (text or a number) THEN it is read as the text written
+    spec = parse_text("c.yaml", text.replace("accountId: X", 'accountId: "111122223333"').replace("Y", "012345678901"))
+    assert dict(spec.nodesets[0].extra_slurmd_conf) == {"Weight": "012345678901"}
+    # WHEN it is the account ID (text only) THEN the line says to quote it
+    with pytest.raises(SpecError) as err:
+        parse_text("c.yaml", text.replace("X", "012345678901").replace("Y", "1"))
+    assert [p.message.split("; ")[-1] for p in err.value.problems] == ['quote it: accountId: "012345678901"']
+
+
+def test_the_plain_reader_without_field_types_reads_text_as_before():
+    # GIVEN the reader as the render cache and tools use it (no schema) / WHEN it reads 012345678901
+    from slurmgen.spec._yaml import load_yaml
+    # THEN it is the text written
+    assert load_yaml("accountId: 012345678901\n") == {"accountId": "012345678901"}
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("a:\n  b: 1\n c: 2\n", "line 3, column 2: a.b: invalid YAML: did not find expected key; check the indentation "
+                            "of line 3: it must line up with b (column 3), or with a (column 1)"),
+    ("p:\n  - a: 1\n   - b: 2\n", "line 3, column 4: p[0].a: invalid YAML: did not find expected '-' indicator; check "
+                                  "the indentation of line 3: it must line up with the '-' of the items above (column 3)"),
+    ("p:\n  a: 1\n  - b: 2\n", "line 3, column 3: p.a: invalid YAML: did not find expected key; line 3 starts a list "
+                               "item ('- ') among keys such as a; write it as a key, or make every entry a list item"),
+    ("a:\n  b: 1\n...\n  c: 2\n", 'line 4, column 3: a.b: invalid YAML: did not find expected <document start>; the '
+                                  '"..." on line 3 ends the YAML document, so nothing after it is read; remove that line'),
+])
+def test_a_syntax_error_names_the_last_field_read_and_the_likely_fix(text, message):
+    # GIVEN text with a mis-indented key, a mis-indented list item, a list item among keys, a stray `...`
+    from slurmgen.spec._yaml import YamlSyntaxError, load_yaml
+    # WHEN a spec reader reads it / THEN one line: position, the last field before it, the parser's words, the hint
+    with pytest.raises(YamlSyntaxError) as err:
+        load_yaml(text)
+    assert str(err.value) == message
+
+
+def test_a_document_end_marker_at_the_end_is_harmless():
+    # GIVEN `...` as the last line (the document ends where the file does) / THEN it is read
+    from slurmgen.spec._yaml import load_yaml
+    assert load_yaml("a: 1\n...\n") == {"a": 1}

@@ -48,7 +48,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from .._input import UnreadableFile, read_text
 from ..catalog.catalog import SITE_CSV_MAX_BYTES
-from ..write.output import unsafe_relative_path
+from ..write.output import spec_label, unsafe_relative_path
 from ..spec._yaml import YamlSyntaxError, load_yaml
 from ..user_cache import user_cache_root
 
@@ -207,7 +207,8 @@ def cluster_key(spec_path: Path, shared: str, site_csv: Path | None, options: Ma
     if chain is None:
         return None
     h = hashlib.sha256()
-    h.update(f"{shared}\0{spec_path}\0".encode())
+    # The label each file's header names the spec by: the same path string from another folder is another file.
+    h.update(f"{shared}\0{spec_path}\0{spec_label(str(spec_path))}\0".encode())
     for path in chain:
         h.update(f"{path}\0{_file_digest(path)}\0".encode())
     h.update(f"site-csv\0{_file_digest(site_csv)}\0".encode())

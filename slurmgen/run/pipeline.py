@@ -19,7 +19,7 @@ from ..verify import collisions, fsx_size, guards
 from ..errors import UserError
 from ..catalog.catalog import CatalogError, InstanceType, load_catalog
 from .launch import Launch, launch, site_csvs
-from ..write.output import NOT_A_FILE, dump, read_tree
+from ..write.output import NOT_A_FILE, read_tree, render_texts
 from ..plan.nodesets import plan_cluster
 from ..synth.rendered import Rendered, RenderedCluster
 from ..spec import ClusterSpec, SpecError, load_specs
@@ -74,7 +74,7 @@ class Result:
 
     def texts(self, cluster: RenderedCluster) -> dict[str, str]:
         cached = self.rendered_texts.get(cluster.spec.name)
-        return cached if cached is not None else {rel: dump(obj) for rel, obj in cluster.files.items()}
+        return cached if cached is not None else render_texts(cluster.files, cluster.spec.source)
 
     def guard(self, out: Path, allow: Iterable[str] = ()) -> list[str]:
         """Destructive changes against the trees in `out/` that `allow` does not approve, after the FSx

@@ -14,7 +14,7 @@ from typing import Iterable, Mapping
 from ..verify import objects as verify
 from ..synth.build import render_one
 from ..catalog.catalog import InstanceType
-from ..write.output import dump
+from ..write.output import render_texts
 from ..synth.rendered import Rendered, RenderedCluster
 from ..verify import slurm_files as slurmconf_checks
 from ..spec import ClusterSpec
@@ -30,7 +30,7 @@ def check(cluster: RenderedCluster, crd_dir: Path | None, catalog: Mapping[str, 
     with stopwatch.timer("validate"):
         problems += verify.schema_checks([cluster], crd_dir=crd_dir)
     with stopwatch.timer("dump"):
-        texts = {rel: dump(obj) for rel, obj in cluster.files.items()}
+        texts = render_texts(cluster.files, cluster.spec.source)
     return problems, texts
 
 

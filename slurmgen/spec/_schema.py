@@ -15,10 +15,11 @@ import copy
 import difflib
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import jsonschema_rs
 
@@ -196,10 +197,50 @@ def schema_version() -> int:
     return 1
 
 
-def check(instance: Any) -> Iterator[tuple[str, str]]:
-    """Yield (field path, message) for every schema violation, in a stable order."""
+Spelling = Callable[[str], "str | None"]  # how the file writes the scalar at a field path, when it does
+
+
+def check(instance: Any, spelling: Spelling | None = None) -> Iterator[tuple[str, str]]:
+    """Yield (field path, message) for every schema violation, in a stable order. `spelling` gives the
+    text a field was written as (`1.30`, which reads as 1.3), for a fix that quotes it as written."""
     for err in _errors(instance):
-        yield from _explain(err)
+        yield from _explain(err, spelling or (lambda path: None))
+
+
+def field_types(path: Sequence[str | int]) -> frozenset[str] | None:
+    """The JSON types the schema allows at a field path (keys and list indexes), through `$ref` and
+    `oneOf`; None where it does not say (a key it does not know, a node without `type`)."""
+    return _field_types(tuple(path))
+
+
+@lru_cache(maxsize=4096)  # asked for every plain scalar a spec writes: the same few hundred paths
+def _field_types(path: tuple[str | int, ...]) -> frozenset[str] | None:
+    nodes: list[dict[str, Any]] = [schema()]
+    for step in path:
+        nodes = [child for node in nodes for variant in _variants(node) for child in _child(variant, step)]
+    types = {t for node in nodes for variant in _variants(node) if "type" in variant for t in _types(variant["type"])}
+    return frozenset(types) or None
+
+
+def text_only(path: Sequence[str | int]) -> bool:
+    """Whether the schema allows only a string at `path`: a number written there wants quotes."""
+    return field_types(path) == frozenset({"string"})
+
+
+def _variants(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """`node` with its `$ref` resolved, and each of its `oneOf` branches."""
+    node = _resolve(node)
+    return [node, *(v for branch in node.get("oneOf", ()) if isinstance(branch, dict) for v in _variants(branch))]
+
+
+def _child(node: dict[str, Any], step: str | int) -> list[dict[str, Any]]:
+    if isinstance(step, int):
+        items = node.get("items")
+        return [items] if isinstance(items, dict) and node.get("type") in (None, "array") else []
+    if step in node.get("properties", {}):
+        return [node["properties"][step]]
+    extra = node.get("additionalProperties")
+    return [extra] if isinstance(extra, dict) else []
 
 
 def failed_sections(instance: Any) -> frozenset[str]:
@@ -264,7 +305,7 @@ def _path_key(path: Any) -> tuple[str, ...]:
     return tuple(f"{p:08d}" if isinstance(p, int) else str(p) for p in path)
 
 
-def _explain(err: _Error) -> Iterator[tuple[str, str]]:
+def _explain(err: _Error, spelling: Spelling) -> Iterator[tuple[str, str]]:
     path = list(err.path)
     kind = err.validator
     if kind == "additionalProperties" and isinstance(err.instance, dict):
@@ -280,6 +321,10 @@ def _explain(err: _Error) -> Iterator[tuple[str, str]]:
         return
     if kind == "type" and err.secret:  # a secret's place: never echo what was written there
         yield dotted(path), f"expected {_type_name(err.value)} naming where the secret is; the value itself never goes in the spec (not shown)"
+        return
+    if kind == "type" and _is_number(err.instance) and _types(err.value) == ["string"]:
+        written = spelling(dotted(path)) or str(err.instance)
+        yield dotted(path), f"expected a string, got {_describe(err.instance)}; {_quote_fix(path, written, err)}"
         return
     if kind == "type":
         fix = ""
@@ -312,6 +357,37 @@ def _explain(err: _Error) -> Iterator[tuple[str, str]]:
             yield dotted(path), f"{_describe(err.instance)} must be a single word or an integer"
         return
     yield dotted(path), _message(err)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _quote_fix(path: list[str | int], written: str, err: _Error) -> str:
+    """How to write a number where text is wanted: quoted as written; for a Slurm duration, the quoted
+    duration meant, since Slurm reads a bare number as minutes (a maxTime of "43200" is 30 days)."""
+    key = path[-1] if path else None
+    field = "- " if isinstance(key, int) else f"{key}: " if key is not None else ""
+    if not _is_slurm_duration(err.schema):
+        return f'quote it: {field}"{written}"'
+    if not isinstance(err.instance, int) or err.instance <= 0:
+        return f'write a quoted duration [days-]hours:minutes:seconds, e.g. {field}"12:00:00"'
+    minutes = ' (Slurm reads a bare number as minutes)' if re.fullmatch(err.schema.get("pattern", ""), "90") else ""
+    return (f'write a quoted duration [days-]hours:minutes:seconds: {field}"{slurm_duration(err.instance)}" for '
+            f'{err.instance} seconds, "{slurm_duration(err.instance * 60)}" for {err.instance} minutes{minutes}')
+
+
+def _is_slurm_duration(node: dict[str, Any]) -> bool:
+    """Whether a string field takes a Slurm time ([days-]hours:minutes:seconds), judged by its pattern."""
+    pattern = node.get("pattern")
+    return isinstance(pattern, str) and all(re.fullmatch(pattern, t) for t in ("12:00:00", "2-00:00:00"))
+
+
+def slurm_duration(seconds: int) -> str:
+    """`seconds` as Slurm writes a time: [days-]hours:minutes:seconds (43200 is 12:00:00)."""
+    days, rest = divmod(seconds, 86400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
 
 
 def _message(err: _Error) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .errors import dotted
 
@@ -41,9 +41,11 @@ def _describe(index: int, char: str) -> str:
     return f"U+{ord(char):04X} ({label}) at position {index}"
 
 
-def unsafe_values(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[str, str]]:
+def unsafe_values(data: Any, path: tuple[Any, ...] = (),
+                  text_only: Callable[[tuple[Any, ...]], bool] = lambda path: False) -> Iterator[tuple[str, str]]:
     """Yield (field path, message) for each string (value or key) holding a refused character, each
-    empty key, and each number out of range."""
+    empty key, and each number out of range. A number where only text is allowed (`text_only`: an
+    unquoted 12-digit accountId) is left to the schema, whose line says to quote it."""
     if isinstance(data, dict):
         for key, value in data.items():
             if key == "":
@@ -53,13 +55,13 @@ def unsafe_values(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[str, 
                 yield dotted(path) or "(top level)", (f"key {key!r} contains {_describe(*found)}; "
                                                       "keys are plain single-line words")
                 continue
-            yield from unsafe_values(value, (*path, key))
+            yield from unsafe_values(value, (*path, key), text_only)
     elif isinstance(data, list):
         for index, item in enumerate(data):
-            yield from unsafe_values(item, (*path, index))
+            yield from unsafe_values(item, (*path, index), text_only)
     elif isinstance(data, bool):
         return
-    elif isinstance(data, int) and not INT_MIN <= data <= INT_MAX:
+    elif isinstance(data, int) and not INT_MIN <= data <= INT_MAX and not text_only(path):
         yield dotted(path), f"{data} is out of range; numbers here are between {INT_MIN} and {INT_MAX}"
     elif isinstance(data, float) and not math.isfinite(data):
         yield dotted(path), f"{data} is not a finite number"

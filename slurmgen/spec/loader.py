@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -110,7 +111,7 @@ def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[st
                          for p, m in findings)
 
     try:
-        data = load_yaml(text)
+        data = load_yaml(text, field_types=_schema.field_types)
     except YamlSyntaxError as err:
         raise fail([("", str(err))]) from None
     if data is None:
@@ -126,12 +127,14 @@ def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[st
     if isinstance(version, int) and not isinstance(version, bool) and version > _schema.schema_version():
         raise fail([("schemaVersion", f"{version} is newer than this generator reads "
                                       f"({_schema.schema_version()}); upgrade slurmgen")], data)
-    unsafe = list(_text.unsafe_values(data))
+    unsafe = list(_text.unsafe_values(data, text_only=_schema.text_only))
     if unsafe:
         # Before the schema: a pattern would also fail on these, for the same reason, twice.
         raise fail(unsafe, data)
     secret = list(_secret_findings(data))
-    findings = list(_schema.check(data))
+    # A number where text is wanted is quoted as the file spells it (1.30, not 1.3): read only then.
+    written = functools.cache(lambda: field_lines(text))
+    findings = list(_schema.check(data, spelling=lambda path: written().spelling(path)))
     failed = _schema.failed_sections(data) if findings or secret else frozenset()
     full = _schema.with_defaults(data)
     # Cross-field rules still run on the sections that passed the schema, so one run reports every
@@ -214,7 +217,7 @@ def _extend(path: Path, data: dict[str, Any], chain: tuple[Path, ...]) -> dict[s
             cycle = " -> ".join(p.name for p in (*chain, base_path))
             raise SpecError([Problem(str(path), where, f"{name} extends itself through {cycle}")])
         try:
-            base = load_yaml(read_text(base_path))
+            base = load_yaml(read_text(base_path), field_types=_schema.field_types)
         except OSError as err:
             raise SpecError([Problem(str(path), where, f"cannot read {base_path}: {err.strerror or err}")]) from None
         except (YamlSyntaxError, UnreadableFile) as err:

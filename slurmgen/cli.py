@@ -44,6 +44,19 @@ def cluster_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.yaml") if not p.name.startswith("_"))
 
 
+def fleet_files(spec_paths: Sequence[Path]) -> list[Path]:
+    """The other specs a render of some of `clusters/` is compared with (what must be unique across the
+    fleet: verify/collisions.TABLE): every `clusters/*.yaml` cluster spec not in the run. None when no
+    spec of the run is in `clusters/`: specs kept elsewhere (a test's folder, a scratch copy) form a
+    fleet of their own, the run."""
+    folder = REPO / "clusters"
+    members = {p.resolve(): p for p in cluster_files(folder)} if folder.is_dir() else {}
+    ours = {p.resolve() for p in spec_paths}
+    if not ours & set(members):
+        return []
+    return [path for resolved, path in sorted(members.items()) if resolved not in ours]
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="main.py", description="Render clusters/*.yaml into an Argo CD tree under dist/.")
     p.add_argument("--spec", action="append", type=Path, metavar="FILE",
@@ -224,7 +237,8 @@ def _render(args: argparse.Namespace, spec_paths: Sequence[Path]) -> Result:
                          processes=max(1, args.workers) if args.workers is not None else None)
         from .run.pipeline import run
 
-        return run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started)
+        return run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started,
+                   fleet=fleet_files(spec_paths))
 
 
 def _guarded(result: Result, out: Path, args: argparse.Namespace) -> Survey:

@@ -8,16 +8,19 @@ from slurmgen.run.pipeline import run
 from tests.spec_builder import nodeset_named, spec_text
 
 
-def _spec(tmp_path, cluster: str, nodeset: str, server: str | None = None):
-    text = spec_text(name=cluster, gitops={"destinationServer": server} if server else {}, **nodeset_named(nodeset))
+def _spec(tmp_path, cluster: str, nodeset: str, server: str | None = None, eks: str = "eks"):
+    text = spec_text(name=cluster, gitops={"destinationServer": server} if server else {},
+                     aws={"eksClusterName": eks}, **nodeset_named(nodeset))
     path = tmp_path / f"{cluster}.yaml"
     path.write_text(text)
     return path
 
 
 def test_two_clusters_rendering_the_same_nodepool_name_are_refused(tmp_path, capsys):
-    # GIVEN `foo` with nodeset `slurm-spot` and `foo-slurm` with nodeset `spot`: both NodePools are `foo-slurm-spot`
-    a, b = _spec(tmp_path, "foo", "slurm-spot"), _spec(tmp_path, "foo-slurm", "spot")
+    # GIVEN `foo` with nodeset `slurm-spot` and `foo-slurm` with nodeset `spot`: both NodePools are `foo-slurm-spot`,
+    # both for `kubernetes.default.svc` (two EKS clusters: one spec per cluster holds, the names are compared
+    # as Argo CD names the destination)
+    a, b = _spec(tmp_path, "foo", "slurm-spot"), _spec(tmp_path, "foo-slurm", "spot", eks="other")
     out = tmp_path / "dist"
     # WHEN both render to the same API server
     rc = main(["--spec", str(a), "--spec", str(b), "--out", str(out)])
@@ -32,7 +35,7 @@ def test_two_clusters_rendering_the_same_nodepool_name_are_refused(tmp_path, cap
 
 def test_the_same_names_on_different_destinations_are_fine(tmp_path, capsys):
     a = _spec(tmp_path, "foo", "slurm-spot")
-    b = _spec(tmp_path, "foo-slurm", "spot", server="https://ABCDEF.gr7.us-west-2.eks.amazonaws.com")
+    b = _spec(tmp_path, "foo-slurm", "spot", server="https://ABCDEF.gr7.us-west-2.eks.amazonaws.com", eks="remote")
     assert main(["--spec", str(a), "--spec", str(b), "--out", str(tmp_path / "dist")]) == 0
 
 
@@ -50,7 +53,7 @@ def test_a_collision_with_a_cluster_already_in_the_output_folder_is_refused(tmp_
 def test_two_cached_clusters_sharing_a_name_are_still_refused(tmp_path, capsys, monkeypatch):
     # GIVEN the two colliding clusters rendered once (refused, but each cluster's render is cached)
     monkeypatch.setenv("SLURMGEN_CACHE_DIR", str(tmp_path / "cache"))
-    a, b = _spec(tmp_path, "foo", "slurm-spot"), _spec(tmp_path, "foo-slurm", "spot")
+    a, b = _spec(tmp_path, "foo", "slurm-spot"), _spec(tmp_path, "foo-slurm", "spot", eks="other")
     out = tmp_path / "dist"
     args = ["--spec", str(a), "--spec", str(b), "--out", str(out)]
     assert main(args) == 2

@@ -38,7 +38,8 @@ def _job(files):
 def rendered(tmp_path_factory):
     folder = tmp_path_factory.mktemp("admins")
     (folder / "ldap.yaml").write_text(ADMINS)
-    (folder / "plain.yaml").write_text(variant(LDAP, name="plain", **POLICY))
+    # a Kubernetes cluster of its own: one spec per destination (collisions.TABLE)
+    (folder / "plain.yaml").write_text(variant(LDAP, name="plain", aws={"eksClusterName": "plain"}, **POLICY))
     return {c.spec.name: c.files for c in run([folder / "ldap.yaml", folder / "plain.yaml"]).clusters}
 
 

@@ -29,7 +29,8 @@ from tests.spec_builder import nodeset_named, spec_text
 def spec(tmp_path: Path, name: str = "t", nodeset: str = "gpu") -> Path:
     path = tmp_path / "specs" / f"{name}.yaml"
     path.parent.mkdir(exist_ok=True)
-    path.write_text(spec_text(name=name, **nodeset_named(nodeset)))
+    # each cluster on an EKS cluster of its own: one spec per Kubernetes cluster (collisions.TABLE)
+    path.write_text(spec_text(name=name, aws={"eksClusterName": f"eks-{name}"}, **nodeset_named(nodeset)))
     return path
 
 

@@ -22,7 +22,7 @@ from .launch import Launch, launch, site_csvs
 from ..write.output import NOT_A_FILE, read_tree, render_texts
 from ..plan.nodesets import plan_cluster
 from ..synth.rendered import Rendered, RenderedCluster
-from ..spec import ClusterSpec, SpecError, load_specs
+from ..spec import ClusterSpec, SpecError, load_spec, load_specs
 from .timing import Stopwatch
 from ..verify.schemas import SchemaUnavailable
 
@@ -170,7 +170,7 @@ def site_catalog(spec_paths: Sequence[Path]) -> Mapping[str, InstanceType]:
 
 def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         catalog: Mapping[str, InstanceType] | None = None, use_cache: bool = False,
-        processes: int | None = None, launched: Launch | None = None) -> Result:
+        processes: int | None = None, launched: Launch | None = None, fleet: Sequence[Path] = ()) -> Result:
     """Load, render and verify; raise InputError with every problem found.
 
     `catalog` defaults to the packaged one plus the specs' folder's instance-types.csv (site_catalog).
@@ -179,6 +179,8 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
     The clusters left to render are shared among `processes` processes (default: parallel.choose_processes).
     `launched` is that first step (launch.launch) when the caller took it already, with the same
     `use_cache` as here (the command line does, to start the workers before importing this module).
+    `fleet` are the repository's other spec files (cli.fleet_files): loaded, never rendered, so that
+    what must be unique across the fleet (collisions.TABLE) is compared with them too.
     """
     if not spec_paths:
         raise InputError(["no spec files: add clusters/<name>.yaml or pass --spec FILE"])
@@ -196,6 +198,8 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         with stopwatch.timer("load"):
             catalog = catalog if catalog is not None else site_catalog(spec_paths)
             specs, spec_data = _load(spec_paths, catalog, entries, use_cache)
+        with stopwatch.timer("fleet"):
+            fleet_notes = _fleet_problems(specs, fleet, catalog)
         cached = {s.name: entries[s.source] for s in specs if s.source in entries}
         misses = [s for s in specs if s.name not in cached]
         rendered, notes = _render(misses, workers, catalog, started.site_csv, crd_dir, stopwatch)
@@ -213,7 +217,7 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
     names = sorted(outcome)
     return Result(clusters=tuple(outcome[n][0] for n in names), timings=stopwatch.timings,
                   rendered_texts={n: outcome[n][1] for n in names}, catalog=catalog,
-                  cached=frozenset(cached), notes=tuple(notes))
+                  cached=frozenset(cached), notes=(*fleet_notes, *notes))
 
 
 def _cache_entries(keys: Mapping[str, str], stopwatch: Stopwatch) -> dict[str, render_cache.Entry]:
@@ -239,6 +243,25 @@ def _load(spec_paths: Sequence[Path], catalog: Mapping[str, InstanceType], entri
     except SpecError as err:
         raise InputError(str(p) for p in err.problems) from None
     return specs, spec_data
+
+
+def _fleet_problems(specs: Sequence[ClusterSpec], fleet: Sequence[Path],
+                    catalog: Mapping[str, InstanceType]) -> list[str]:
+    """Raise InputError when a spec of this run holds what another spec must not (collisions.TABLE);
+    the other specs are `fleet`'s that load. One that does not is left out, with a warning: it cannot
+    be rendered either, so it deploys nothing until it is fixed, and then its own run compares it."""
+    others: list[ClusterSpec] = []
+    notes: list[str] = []
+    for path in sorted(fleet):
+        try:
+            others.append(load_spec(path, catalog=catalog))
+        except SpecError as err:
+            notes.append(f"{path}: not compared with the rendered clusters for what must be unique across the fleet: "
+                         f"it does not load ({len(err.problems)} problem(s); render it to see them)")
+    clashes = collisions.spec_problems(specs, others)
+    if clashes:
+        raise InputError(str(p) for p in clashes)
+    return notes
 
 
 def _render(specs: Sequence[ClusterSpec], workers: parallel.Workers, catalog: Mapping[str, InstanceType],

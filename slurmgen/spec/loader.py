@@ -88,6 +88,16 @@ def load_specs(paths: Iterable[Path], *, catalog: Catalog | None = None,
     return sorted(specs, key=lambda s: s.name)
 
 
+def field_line(source: str, field: str) -> int | None:
+    """The line where the spec file `source` writes `field` (`slurm.clusterName`), for an error line
+    found after loading (collisions.spec_problems); None when it does not write it (an `extends`
+    file does) or cannot be read again."""
+    try:
+        return field_lines(read_text(Path(source))).line(field, nearest=False)
+    except (UnreadableFile, OSError):
+        return None
+
+
 def parse_text(source: str, text: str, *, catalog: Catalog | None = None) -> ClusterSpec:
     """Load a spec from text (tests and tools); `source` names it in messages."""
     return _load(Path(source), text, rules_for(catalog))

@@ -33,7 +33,8 @@ def clusters(tmp_path_factory):
     for name, text in (("kref", KREF), ("pre", PRE)):
         (folder / f"{name}.yaml").write_text(text)
         paths.append(folder / f"{name}.yaml")
-    return {c.spec.name: c.files for c in run(paths).clusters}
+    # each alone: two sites' variants of one spec, on one EKS cluster (one run would refuse two specs there)
+    return {c.spec.name: c.files for path in paths for c in run([path]).clusters}
 
 
 def test_a_precreated_bind_password_is_read_by_a_store_allowed_that_one_secret(clusters):

@@ -143,6 +143,48 @@ def no_names_of_others(spec: dict[str, Any]) -> Iterator[Finding]:
         if isinstance(value, str) and value in taken:
             owner = "Argo CD's namespace" if value in (argocd, "argocd") else "a Kubernetes system namespace"
             yield ".".join(path), f"{value!r} is {owner}; pick a namespace of the cluster's own"
+        elif isinstance(value, str) and value.startswith(KUBE_PREFIX):
+            yield ".".join(path), (f"{value!r} starts with {KUBE_PREFIX!r}, which Kubernetes reserves for its own "
+                                   "namespaces; pick a namespace of the cluster's own")
+
+
+# Label keys on objects that others read (the ServiceMonitor the operator makes from
+# metrics.serviceMonitor.labels): a key one of them owns would make that object theirs.
+# - Argo CD (v3.5.1): `app.kubernetes.io/instance` is its tracking label (`application.instanceLabelKey`'s
+#   default) under `application.resourceTrackingMethod: label` or `annotation+label`; the default is
+#   `annotation` (util/settings/settings.go GetTrackingMethod), but a site may choose label tracking, and
+#   then an object the operator made carrying the label of an Application is that Application's to prune.
+#   Every `argocd.argoproj.io/` key is Argo CD's (secret-type, instance, sync options).
+# - slurmgen: `app.kubernetes.io/managed-by` (MANAGED_BY, kube/vocabulary.py) and every `slurmgen.dev/` key.
+# - Kubernetes: the `kubernetes.io/` and `k8s.io/` prefixes, subdomains included, are reserved for its core
+#   components (Kubernetes docs, "Labels and Selectors": syntax and character set); `app.kubernetes.io/`
+#   is the recommended labels', which users set, except the two above.
+OWNED_LABELS = {"app.kubernetes.io/instance": "Argo CD's tracking label (application.instanceLabelKey)",
+                "app.kubernetes.io/managed-by": "slurmgen's own (managed-by: slurmgen marks what it renders)"}
+OWNED_PREFIXES = {"argocd.argoproj.io": "Argo CD's", "slurmgen.dev": "slurmgen's own"}
+RESERVED_DOMAINS = ("kubernetes.io", "k8s.io")
+KUBE_PREFIX = "kube-"  # reserved for Kubernetes system namespaces (Kubernetes docs, "Namespaces")
+
+
+def label_owner(key: str) -> str | None:
+    """Who owns a label key a spec may not set, or None when it is the user's."""
+    if key in OWNED_LABELS:
+        return OWNED_LABELS[key]
+    prefix = key.split("/", 1)[0] if "/" in key else ""
+    if prefix in OWNED_PREFIXES:
+        return f"{OWNED_PREFIXES[prefix]} prefix {prefix}/"
+    if prefix != "app.kubernetes.io" and any(prefix == d or prefix.endswith("." + d) for d in RESERVED_DOMAINS):
+        return f"reserved for Kubernetes' core components ({prefix}/)"
+    return None
+
+
+def no_labels_of_others(spec: dict[str, Any]) -> Iterator[Finding]:
+    """Refuse label keys that belong to Argo CD, Kubernetes or slurmgen (OWNED_LABELS)."""
+    for key in sorted(spec["metrics"]["serviceMonitor"]["labels"]):
+        owner = label_owner(key)
+        if owner is not None:
+            yield f"metrics.serviceMonitor.labels.{key}", (f"{key} is {owner}; Prometheus selects the ServiceMonitor "
+                                                          "by a label of your own (release: kube-prometheus-stack)")
 
 
 LABEL_MAX = 63  # a label value (and a DNS label): Kubernetes' apimachinery validation IsValidLabelValue
@@ -886,6 +928,64 @@ def directory_user_names(spec: dict[str, Any]) -> Iterator[Finding]:
                    f"{user['name']!r} is a local account sssd never looks up in the directory; use the researcher's directory name")
 
 
+# Accounts of the Slurm images (SlinkyProject/containers schedmd/slurm/26.05/ubuntu26.04/Dockerfile: FROM
+# ubuntu:26.04, which removes the image's `ubuntu` user, adds SlurmUser `slurm` (uid 401), and installs
+# openssh-server and sssd on the login and slurmd images): Debian's base-passwd `passwd.master` (every
+# Debian and Ubuntu image's /etc/passwd; `_apt` since 3.6.1, `gnats` until 3.6.0), `ubuntu` (uid 1000 of
+# ubuntu >= 23.04 images), and the packages' own (`sshd`, `sssd`, `messagebus`, `systemd-*`, and Debian's
+# `_name` convention for new system users). A policy user of that name is whatever runs as that uid in a
+# pod: a service account would hold a Slurm account, fair share and, with adminLevel or an admin group,
+# Slurm's admin rights. `root` is allowed: without a directory it is the one login (sshAuthorizedKeys),
+# Slurm already treats uid 0 as its super user, and the accounts Job never touches root's own association
+# (with a directory, sssd filters root and directory_user_names refuses it).
+SYSTEM_ACCOUNTS = frozenset({
+    "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp", "proxy", "www-data", "backup",
+    "list", "irc", "gnats", "nobody", "ubuntu", "slurm", "sshd", "sssd", "messagebus", "polkitd", "syslog",
+    "uuidd", "tss", "tcpdump", "dnsmasq", "lxd", "pollinate", "landscape", "usbmux", "fwupd-refresh", "dhcpcd",
+})
+SYSTEM_ACCOUNT_PREFIXES = ("systemd-", "_")
+
+
+def system_account(name: str) -> bool:
+    """True for an account of the images (SYSTEM_ACCOUNTS), which no person logs in as."""
+    return name in SYSTEM_ACCOUNTS or name.startswith(SYSTEM_ACCOUNT_PREFIXES)
+
+
+def policy_users_are_people(spec: dict[str, Any]) -> Iterator[Finding]:
+    """No policy user named like a system account of the images (SYSTEM_ACCOUNTS)."""
+    users = (spec.get("policy") or {}).get("users", [])
+    filtered = FILTERED_USERS if spec.get("directory") is not None else ()
+    for index, user in enumerate(users):
+        name = user["name"]
+        if system_account(name) and name not in filtered:  # those get directory_user_names' line
+            yield (f"policy.users[{index}].name", f"{name!r} is a system account of the Slurm images, which whatever "
+                   "runs as that user in a pod would act as (a Slurm user, an administrator with adminLevel); "
+                   "use the person's own login name")
+
+
+# sssd settings that let a directory entry be root (uid or gid 0). sssd reads them as integers
+# (confdb.c get_entry_as_uint32: leading blanks and zeros accepted). min_id (default 1, SSSD_MIN_ID)
+# bounds the ids sssd accepts from the directory (sdap_async_users.c OUT_OF_ID_RANGE), as ldap_min_id
+# and ldap_idmap_range_min do for assigned and mapped ids; override_gid = 0 is root's group, which sssd
+# reads as "no override" (0 is its unset value), so it never means what it says.
+ROOT_ID_KEYS = ("min_id", "ldap_min_id", "ldap_idmap_range_min", "override_gid")
+_SSSD_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+def directory_ids_not_root(spec: dict[str, Any]) -> Iterator[Finding]:
+    """No extra sssd setting that admits or sets id 0 (ROOT_ID_KEYS)."""
+    directory = spec.get("directory")
+    if directory is None:
+        return
+    for key in ROOT_ID_KEYS:
+        value = directory["extraSssdConf"].get(key)
+        if isinstance(value, str) and _SSSD_INTEGER.fullmatch(value) and int(value) <= 0:
+            what = ("is root's group (sssd reads 0 as no override)" if key == "override_gid"
+                    else "admits root's id 0 from the directory (sssd's default min_id is 1)")
+            yield (f"directory.extraSssdConf.{key}", f"{value.strip()} {what}: no directory entry may be root on the "
+                   "login and slurmd pods; remove it")
+
+
 def directory_admin_groups(spec: dict[str, Any]) -> Iterator[Finding]:
     """Admin groups act through the accounts Job on the users of policy.users: without them nothing would."""
     directory = spec.get("directory")
@@ -935,6 +1035,9 @@ RULES: tuple[Rule, ...] = (
     directory_user_names,
     directory_admin_groups,
     pinned_images,
+    no_labels_of_others,
+    policy_users_are_people,
+    directory_ids_not_root,
 )
 
 
@@ -977,6 +1080,9 @@ READS: dict[Rule, tuple[str, ...]] = {
     directory_user_names: ("directory", "policy"),
     directory_admin_groups: ("directory", "policy"),
     pinned_images: ("versions", "images", "nodesets", "topology"),
+    no_labels_of_others: ("metrics",),
+    policy_users_are_people: ("policy", "directory"),
+    directory_ids_not_root: ("directory",),
 }
 
 EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule can trust any section

@@ -986,9 +986,9 @@ def bridge_rules(spec: dict[str, Any]) -> Iterator[Finding]:
     if part is None:
         names = ", ".join(p["name"] for p in spec["partitions"])
         yield "bridge.partition", f"no partition named {bridge['partition']!r}; defined partitions: {names}"
-    elif "nodesets" in bridge:
+    else:
         held = _partition_nodesets(spec, part)
-        if sorted(set(bridge["nodesets"])) != sorted(set(held)):
+        if "nodesets" in bridge and sorted(set(bridge["nodesets"])) != sorted(set(held)):
             yield "bridge.nodesets", (f"partition {part['name']!r} holds nodesets {', '.join(held) or 'none'}: bridged jobs go to "
                                       "all of them, so list exactly those (or leave bridge.nodesets out)")
     yield from _bridge_policy(spec, bridge)

@@ -12,9 +12,9 @@ from typing import Any, Sequence
 from slurmgen.plan import identity
 from slurmgen.catalog.registries import eks_addon_registry
 from charts.secrets import GRAFANA_ADMIN, GRAFANA_PASSWORD_KEY, GRAFANA_USER_KEY, grafana_admin_objects
-from slurmgen.plan.nodesets import GPU_PRESENT_LABEL, NODEPOOL_LABEL
+from slurmgen.plan.nodesets import BRIDGE_TAINT, GPU_PRESENT_LABEL, NODEPOOL_LABEL
 from slurmgen.spec import ClusterSpec
-from slurmgen.kube import waves
+from slurmgen.kube import naming, waves
 
 # Cluster-scoped kinds the charts install, for the AppProject whitelist.
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
@@ -106,6 +106,11 @@ EFA_PLUGIN_TAG = "v0.5.20"
 COMPUTE_TOLERATIONS = [_exists("aws.amazon.com/neuron"), _exists("nvidia.com/gpu"), _exists("slurmgen.dev/compute")]
 
 
+def _bridged(spec: ClusterSpec) -> list[dict[str, object]]:
+    """The toleration of slurm-bridge's NoExecute taint, for node agents, when the cluster bridges nodes."""
+    return [BRIDGE_TAINT.toleration().as_dict()] if spec.bridge is not None else []
+
+
 def nvidia_device_plugin(spec: ClusterSpec) -> HelmRelease:
     return HelmRelease(
         unit="nvidia-device-plugin", repo_url="https://nvidia.github.io/k8s-device-plugin",
@@ -119,7 +124,8 @@ def nvidia_device_plugin(spec: ClusterSpec) -> HelmRelease:
         values={"mofedEnabled": False,
                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                     {"matchExpressions": [{"key": GPU_PRESENT_LABEL, "operator": "In", "values": ["true"]}]}]}}},
-                "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _exists("nvidia.com/gpu")]},
+                "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _exists("nvidia.com/gpu"),
+                                *_bridged(spec)]},
         cluster_kinds=RBAC,  # templates/role.yml and role-binding.yml, unconditional (0.20.0)
     )
 
@@ -144,8 +150,15 @@ def efa_device_plugin(spec: ClusterSpec, other_taints: tuple[str, ...] = (), poo
         # the tree names the whole image it pulls (tests/test_image_pins.py keeps the two equal).
         values={"image": {"repository": f"{eks_addon_registry(spec.aws.region)}/eks/aws-efa-k8s-device-plugin",
                           "tag": EFA_PLUGIN_TAG},
-                "tolerations": COMPUTE_TOLERATIONS + [_exists(key) for key in sorted(other_taints)], **placement},
+                "tolerations": COMPUTE_TOLERATIONS + [_exists(key) for key in sorted(other_taints)] + _bridged(spec),
+                **placement},
     )
+
+
+#: neuron-helm-chart 1.9.0 values.yaml devicePlugin.tolerations (aws-neuron/neuron-helm-charts @ b77a6f9)
+NEURON_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _exists("aws.amazon.com/neuron"),
+                      {"key": "sagemaker.amazonaws.com/node-health-status", "operator": "Equal",
+                       "value": "Unschedulable", "effect": "NoSchedule"}]
 
 
 def neuron_device_plugin(spec: ClusterSpec, pools: Sequence[str]) -> HelmRelease:
@@ -156,15 +169,18 @@ def neuron_device_plugin(spec: ClusterSpec, pools: Sequence[str]) -> HelmRelease
     (the list replaces the chart's terms), and the chart's tolerations already cover the
     aws.amazon.com/neuron taint. Off: the node problem detector (its own namespace and a DaemonSet
     tolerating every taint) and the scheduler extension, which only helps pods that take part of a
-    node's NeuronCores; slurmd pods take whole devices.
+    node's NeuronCores; slurmd pods take whole devices. With a bridge, the chart's tolerations
+    (values.yaml @ b77a6f9, release 1.9.0) written out with slurm-bridge's added: Helm replaces lists.
     """
+    plugin: dict[str, Any] = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": NODEPOOL_LABEL, "operator": "In", "values": sorted(pools)}]}]}}}}
+    if spec.bridge is not None:
+        plugin["tolerations"] = [*NEURON_TOLERATIONS, *_bridged(spec)]
     return HelmRelease(
         unit="neuron-device-plugin", repo_url="public.ecr.aws/neuron", chart="neuron-helm-chart",
         version="1.9.0", namespace="kube-system", release_name="neuron-device-plugin", wave=waves.OPERATORS,
-        values={"devicePlugin": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [
-                        {"key": NODEPOOL_LABEL, "operator": "In", "values": sorted(pools)}]}]}}}},
-                "npd": {"enabled": False}, "scheduler": {"enabled": False}},
+        values={"devicePlugin": plugin, "npd": {"enabled": False}, "scheduler": {"enabled": False}},
         cluster_kinds=RBAC,
     )
 
@@ -261,6 +277,10 @@ def kube_prometheus_stack(spec: ClusterSpec) -> HelmRelease:
                         "admin": {"existingSecret": GRAFANA_ADMIN, "userKey": GRAFANA_USER_KEY,
                                   "passwordKey": GRAFANA_PASSWORD_KEY}},
             "kube-state-metrics": dict(place),
+            # node-exporter on every node, bridged ones too: its default (NoSchedule Exists,
+            # prometheus-node-exporter-4.56.1 values.yaml `tolerations`) with slurm-bridge's NoExecute taint.
+            **({"prometheus-node-exporter": {"tolerations": [{"effect": "NoSchedule", "operator": "Exists"},
+                                                             *_bridged(spec)]}} if spec.bridge else {}),
             **{target: {"enabled": False} for target in EKS_ABSENT_TARGETS},
             **({"extraManifests": grafana} if grafana else {}),
         },
@@ -291,6 +311,44 @@ def keda(spec: ClusterSpec) -> HelmRelease:
     )
 
 
+#: slurm-bridge's chart, the release that pairs with slurm-operator 1.2.x (docs/versioning.md of both
+#: projects); its images are tagged with the chart version (templates/*/_*.tpl @ v1.2.1), written out.
+BRIDGE_VERSION = "1.2.1"
+BRIDGE_IMAGES = "ghcr.io/slinkyproject"
+RESTAPI_PORT = 6820  # slurm-operator v1.2.1 internal/builder/restapibuilder/restapi_app.go SlurmrestdPort
+
+
+def slurm_bridge(spec: ClusterSpec) -> HelmRelease:
+    """slurm-bridge 1.2.1 in the Slurm namespace, beside the Token Secret its pods read (charts/bridge.py).
+
+    After the Slurm unit (its RestApi and Token) and last of all: its mutating webhook sees every pod
+    created outside kube-system and its own namespace and fails closed (templates/admission/webhook.yaml
+    @ v1.2.1 sets no failurePolicy: Fail), so it starts once the rest of the tree is up. The scheduler
+    name stays the chart's (`slurm-bridge-scheduler`: templates/scheduler/_scheduler.tpl redefines the
+    helper schedulerConfig.schedulerName feeds, so that value reaches the ConfigMap but not every
+    object). The serving certificate comes from cert-manager (admission.certManager, the default),
+    never from the chart's genCA (a new CA at every Argo CD render).
+    """
+    bridge = spec.bridge
+    if bridge is None:
+        raise ValueError(f"{spec.name} bridges nothing")
+    place = _placement(spec)
+    image = {"tag": BRIDGE_VERSION}
+    return HelmRelease(
+        unit="slurm-bridge", repo_url=f"{BRIDGE_IMAGES}/charts", chart="slurm-bridge", version=BRIDGE_VERSION,
+        namespace=spec.namespace, release_name="slurm-bridge", wave=waves.ADDONS,
+        values={"scheduler": {"image": {"repository": f"{BRIDGE_IMAGES}/slurm-bridge-scheduler", **image}, **place},
+                "schedulerConfig": {"partition": bridge.partition},
+                "admission": {"image": {"repository": f"{BRIDGE_IMAGES}/slurm-bridge-admission", **image},
+                              "certManager": {"enabled": True}, "managedNamespaces": list(bridge.namespaces), **place},
+                "controllers": {"image": {"repository": f"{BRIDGE_IMAGES}/slurm-bridge-controllers", **image}, **place},
+                "sharedConfig": {"slurmRestApi": f"http://{naming.CONTROLLER}-restapi.{spec.namespace}:{RESTAPI_PORT}",
+                                 "slurmJwtSecret": naming.BRIDGE_TOKEN}},
+        cluster_kinds=(*WEBHOOKS, *RBAC),
+        extra_namespaces=("kube-system",),  # RoleBinding to read the extension-apiserver configuration
+    )
+
+
 def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False,
              other_taints: tuple[str, ...] = (), neuron_pools: Sequence[str] = (),
              efa_pools: Sequence[str] = ()) -> list[HelmRelease]:
@@ -317,4 +375,6 @@ def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False,
         out.append(efa_device_plugin(spec, other_taints, efa_pools))
     if neuron_pools and not c.neuron_installed_separately:
         out.append(neuron_device_plugin(spec, neuron_pools))
+    if spec.bridge is not None:
+        out.append(slurm_bridge(spec))
     return out

@@ -24,6 +24,7 @@ from slurmgen.kube.vocabulary import KEEP, PRUNE_LAST, SKIP_DRY_RUN, SYNC_OPTION
 from ._objects import emit, wave
 from .accounting import accounting_spec
 from .autoscaling import API as KEDA_API
+from .bridge import emit_bridge
 from .autoscaling import AWS_AUTH, ignore_replicas, scaled_object_spec, trigger_authentication_spec
 from .policy import bootstrap_pod, emit_accounts_config, emit_policy
 from .slurm_waits import emit_waits
@@ -100,6 +101,14 @@ CONFIG_FILES_HASH = "slurmgen.dev/config-files-hash"
 TASK_CONF = ("ProctrackType=proctrack/cgroup", "TaskPlugin=task/cgroup,task/affinity",
              "JobAcctGatherType=jobacct_gather/cgroup")
 
+# A bridged node runs native Slurm jobs or Kubernetes pods, never both at once: slurm-bridge's external
+# jobs carry the MCS label `kubernetes` (values.yaml schedulerConfig.mcsLabel @ v1.2.1) and are
+# exclusive unless a workload says otherwise (internal/wellknown/annotations.go AnnotationExclusive);
+# with mcs/label and `ondemandselect` a job with a label only gets nodes whose jobs share it. The
+# setting slurm-bridge's docs/config.md @ v1.2.1 gives for hybrid nodes ("Hybrid Workload Isolation").
+BRIDGE_MCS = ("MCSPlugin=mcs/label", "MCSParameters=ondemand,ondemandselect")
+
+
 class SlurmClusterChart(UnitChart):
     unit = "slurm"
 
@@ -132,6 +141,7 @@ class SlurmClusterChart(UnitChart):
             emit_policy(self, spec, spec.placement.pod_spec())
         if spec.topology is not None and (spec.topology.tree or spec.topology.blocks):
             emit_labeler(self, spec, WAVE_CONFIG)  # only flat partitions: nothing to label
+        emit_bridge(self, spec, plans, WAVE_CONTROLLER + 1, WAVE_CONFIG)  # nothing without spec.bridge
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -258,8 +268,15 @@ class SlurmClusterChart(UnitChart):
         volumes, mounts = volumes + ca_vols, mounts + ca_mounts
         slurmd: dict[str, Any] = {
             "image": ns.image,
-            "resources": {"requests": plan.shape.requests(), "limits": plan.shape.limits()},
+            "resources": {"requests": plan.slurmd_requests(), "limits": plan.slurmd_limits()},
         }
+        if not slurmd["resources"]["limits"]:
+            del slurmd["resources"]["limits"]
+        if plan.bridged and plan.instance.is_nvidia:
+            # No nvidia.com/gpu request (plan.slurmd_requests): the NVIDIA container runtime of the GPU
+            # AMIs hands every GPU, and NVML for gres AutoDetect, to a container that asks by name.
+            slurmd["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+                             {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}]
         if mounts:
             slurmd["volumeMounts"] = mounts
         pod: dict[str, Any] = {
@@ -364,6 +381,8 @@ def controller_extra_conf(spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -
         ]
     if spec.policy is not None:
         lines.append("AccountingStorageEnforce=associations,limits,qos")  # jobs need a valid account and QoS
+    if spec.bridge is not None:
+        lines += list(BRIDGE_MCS)
     if spec.scheduling.preempt_lower_tiers:
         lines += ["PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE"]
     elif spec.policy is not None and spec.policy.preempts:

@@ -16,11 +16,13 @@ from slurmgen.review.preview.placement import node_labels, selects, tolerates  #
 
 
 # Keys of subcharts whose values.yaml is not in the pinned copies (kube-prometheus-stack 88.5.3 depends
-# on grafana 12.11.1 and kube-state-metrics 8.4.0, not vendored in tests/data/charts): only the keys we
+# on grafana 12.11.1, kube-state-metrics 8.4.0 and prometheus-node-exporter 4.56.1, not vendored in tests/data/charts): only the keys we
 # set, each a top-level key of that subchart's own values.yaml (nodeSelector: {}, tolerations: []).
 SUBCHART_KEYS: dict[str, dict[str, Any]] = {
     "kube-prometheus-stack": {"grafana": {"nodeSelector": {}, "tolerations": []},
-                              "kube-state-metrics": {"nodeSelector": {}, "tolerations": []}},
+                              "kube-state-metrics": {"nodeSelector": {}, "tolerations": []},
+                              # prometheus-node-exporter-4.56.1 values.yaml `tolerations`
+                              "prometheus-node-exporter": {"tolerations": [{"effect": "NoSchedule", "operator": "Exists"}]}},
 }
 
 # Charts with no vendored copy in tests/data/charts: the defaults of the keys we set or rely on, as read
@@ -64,3 +66,11 @@ def helm_values(charts: Path, source: dict[str, Any]) -> dict[str, Any]:
     defaults = pinned_defaults(charts, source)
     assert defaults is not None, f"no pinned defaults of {source['chart']} {source['targetRevision']}"
     return merge(defaults, source["helm"].get("valuesObject", {}))
+
+
+def bridged(nodeset: dict[str, Any]) -> bool:
+    """A rendered NodeSet whose nodes slurm-bridge may lend to Kubernetes pods: it tolerates the bridge's taint."""
+    from slurmgen.plan.nodesets import BRIDGE_TAINT
+
+    tolerations = nodeset["spec"].get("template", {}).get("spec", {}).get("tolerations", [])
+    return BRIDGE_TAINT.toleration().as_dict() in tolerations

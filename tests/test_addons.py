@@ -137,6 +137,7 @@ NOT_CORE = {
     ("cert-manager", "global"): "a default merged into each component, which we place one by one",
     ("external-secrets", "global"): "a default for each component, which we place one by one",
     ("neuron-helm-chart", "devicePlugin"): "DaemonSet on Neuron nodes",
+    ("kube-prometheus-stack", "prometheus-node-exporter"): "DaemonSet on every node",
     ("neuron-helm-chart", "draDriver"): "disabled",
     ("neuron-helm-chart", "npd"): "disabled",
     ("neuron-helm-chart", "scheduler"): "disabled: whole-device slurmd pods need no scheduler extension",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from slurmgen.synth.build import render
 from slurmgen.spec import parse_text
+from tests.scheduling import bridged
 from tests.spec_builder import spec_text
 
 
@@ -94,7 +95,8 @@ def test_device_plugins_only_where_needed(rendered):
     assert not any("device-plugin" in rel for rel in rendered["dev"].files)  # CPU only
     efa = rendered["training"].files["apps/application-training-aws-efa-k8s-device-plugin.yaml"]
     tolerated = {t["key"] for t in efa["spec"]["source"]["helm"]["valuesObject"]["tolerations"]}
-    assert tolerated == {"nvidia.com/gpu", "aws.amazon.com/neuron", "slurmgen.dev/compute"}
+    # (and slurm-bridge's taint, by value: training bridges its L40S nodes, which use EFA)
+    assert tolerated == {"nvidia.com/gpu", "aws.amazon.com/neuron", "slurmgen.dev/compute", "slinky.slurm.net/managed-node"}
 
 
 def test_slurmd_has_no_cpu_or_memory_limits(rendered):
@@ -116,6 +118,8 @@ def test_shm_never_exceeds_half_the_pod_memory(rendered):
             if obj["kind"] != "NodeSet":
                 continue
             memory_mi = int(obj["spec"]["slurmd"]["resources"]["requests"]["memory"].rstrip("Mi"))
+            if bridged(obj):  # slurmd asks Kubernetes for itself only: the node's memory is Slurm's (RealMemory)
+                memory_mi = int(dict(t.split("=", 1) for t in obj["spec"]["extraConf"].split())["RealMemory"])
             for volume in obj["spec"]["template"]["spec"].get("volumes", []):
                 if volume.get("emptyDir", {}).get("medium") == "Memory":
                     size = volume["emptyDir"]["sizeLimit"]

@@ -20,6 +20,8 @@ from charts import slurm_cluster
 from slurmgen.kube.quantity import memory_mib
 from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
+from slurmgen.plan.nodesets import BRIDGED_SLURMD_REQUESTS
+from tests.scheduling import bridged
 from tests.spec_builder import spec_text
 
 CATALOG = load_catalog()
@@ -212,6 +214,11 @@ def test_slurm_never_schedules_more_cpu_or_memory_than_the_slurmd_pod_requests(r
             # GIVEN each rendered NodeSet (no CPU/memory limits, so the entrypoint adds no CoreSpecCount)
             requests = spec["slurmd"]["resources"]["requests"]
             assert "cpu" not in spec["slurmd"]["resources"].get("limits", {}), (name, cr)
+            if bridged({"spec": spec}):
+                # slurm-bridge's nodes: slurmd asks Kubernetes for itself only, and Slurm's share is
+                # checked against the node in test_bridge.py (the pods Slurm places need the rest free)
+                assert requests == BRIDGED_SLURMD_REQUESTS | {k: v for k, v in requests.items() if k == "vpc.amazonaws.com/efa"}
+                continue
             pool_name = spec["template"]["spec"]["nodeSelector"]["karpenter.sh/nodepool"]
             pool = cluster.files[f"compute/nodepool-{pool_name}.yaml"]["spec"]["template"]["spec"]
             types = next(r["values"] for r in pool["requirements"] if r["key"] == "node.kubernetes.io/instance-type")

@@ -65,6 +65,8 @@ def test_fsx_is_mounted_on_login_and_every_nodeset_and_shm_on_gpu_ones(rendered)
             mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
             assert volumes[mounts[mount]]["persistentVolumeClaim"] == {"claimName": "fsx"}, (name, obj["metadata"]["name"])
             gpu = "nvidia.com/gpu" in container.get("resources", {}).get("limits", {})
+            # a bridged nodeset's slurmd gets its GPUs by name, not from the device plugin (docs/bridge.md)
+            gpu = gpu or {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"} in container.get("env", [])
             assert ("/dev/shm" in mounts) == gpu
             if gpu:
                 assert volumes[mounts["/dev/shm"]]["emptyDir"]["medium"] == "Memory"

@@ -62,8 +62,8 @@ def as_block() -> dict:
 def test_every_eligible_partition_declares_its_block_topology_whatever_type_it_uses(as_tree, as_block):
     # GIVEN training (h200 uses tree) and the same with h200 as a block partition
     # THEN both files declare the same names: tree, and block-<p> for every partition of topology nodesets
-    # (backfill holds l4, which has no EC2 topology labels, so it has none)
-    names = ["flat", "tree", "block-train", "block-reserved", "block-h200", "block-neuron"]
+    # (backfill holds l4, which has no EC2 topology labels, so it has none; inference holds l40s, flat)
+    names = ["flat", "tree", "block-train", "block-reserved", "block-h200", "block-neuron", "block-inference"]
     assert declared(as_tree) == names
     assert declared(as_block) == names
     # AND the partition names the one it uses
@@ -90,13 +90,14 @@ def test_a_topology_no_partition_names_carries_a_one_line_note_saying_why_it_is_
     every_flat = files(training(RESERVED_FLAT, topology={"default": "flat"}))
     why = "kept so a partition can switch to or from it (slurmctld exits on a Topology= it lacks)"
     # THEN each declared topology no partition names has one comment line naming what is used instead
-    assert notes(as_tree) == {f"block-{p}": f"# block-{p}: unused, partition {p} uses tree; {why}"
-                              for p in ("train", "h200", "neuron")}
+    assert notes(as_tree) == {**{f"block-{p}": f"# block-{p}: unused, partition {p} uses tree; {why}"
+                                 for p in ("train", "h200", "neuron")},
+                              "block-inference": f"# block-inference: unused, partition inference uses flat; {why}"}
     # AND a topology in use has none
-    assert set(notes(as_block)) == {"block-train", "block-neuron"}
+    assert set(notes(as_block)) == {"block-train", "block-neuron", "block-inference"}
     assert notes(every_flat) == {"tree": f"# tree: unused, no partition names it; {why}",
                                  **{f"block-{p}": f"# block-{p}: unused, partition {p} uses flat; {why}"
-                                    for p in ("train", "reserved", "h200", "neuron")}}
+                                    for p in ("train", "reserved", "h200", "neuron", "inference")}}
     # AND the names declared are the same either way (the notes are comments only)
     assert declared(every_flat) == declared(as_tree)
 
@@ -139,7 +140,7 @@ def test_a_topology_that_disappears_while_a_nodeset_still_names_it_is_reported(a
     assert lines == [
         "training/slurm/nodeset-slurm-worker-h200.yaml: spec.partition.config: PartitionName=h200 "
         "Topology=block-h200: no topology block-h200 after wave 0 of this change (topology.yaml declares "
-        "flat, tree, block-train, block-reserved, block-neuron); slurmctld exits on a partition naming an "
+        "flat, tree, block-train, block-reserved, block-neuron, block-inference); slurmctld exits on a partition naming an "
         "unknown topology (Invalid partition topology); make the partition flat in one commit, then remove the "
         "partition or its topology in the next"]
 

@@ -8,6 +8,11 @@ CGROUP_CONF = "slurm-cgroup-conf"
 GRES_CONF = "slurm-gres-conf"
 TOPOLOGY_CONF = "slurm-topology-conf"  # topology.yaml, in the Controller's configFileRefs
 TOPOLOGY_LABELER = "slurm-topology-labeler"
+# slurm-bridge: the Secret its chart reads the JWT from (values.yaml sharedConfig.slurmJwtSecret @ v1.2.1,
+# key `auth-token` in every Deployment), written by slurm-operator from the Token CR of the same name.
+BRIDGE_TOKEN = "slurm-bridge-token"
+BRIDGE_TOKEN_KEY = "auth-token"
+BRIDGE_LABELER = "slurm-bridge-labeler"
 
 # Label the generator puts on pods it wants to find again (login pods for the NLB Service, ...).
 COMPONENT_LABEL = "slurmgen.dev/component"
@@ -40,3 +45,8 @@ def project(cluster: str) -> str:
 def topology_labeler(cluster: str) -> str:
     """ClusterRole/Binding of the topology labeler: cluster-scoped, so prefixed with the cluster."""
     return f"{cluster}-topology-labeler"
+
+
+def bridge_labeler(cluster: str) -> str:
+    """ClusterRole/Binding of the bridge's node name labeler: cluster-scoped, so prefixed with the cluster."""
+    return f"{cluster}-bridge-labeler"

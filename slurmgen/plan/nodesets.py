@@ -46,6 +46,22 @@ class Taint:
         return Toleration(key=self.key, operator="Equal", value=self.value, effect=self.effect)
 
 
+#: slurm-bridge's taint on every Kubernetes node whose Slurm node name it finds in Slurm
+#: (slurm-bridge v1.2.1 internal/utils/taints.go TaintKeyBridgedNode, NoExecute, value: the scheduler's
+#: name; internal/controller/node/node_sync.go syncTaint). Its scheduler adds the matching toleration
+#: to the pods it schedules (slurmbridge.go PreEnqueue). Declared on the bridged NodePools up front,
+#: so no pod that would be evicted lands there and --preview proves every node agent tolerates it;
+#: the controller then finds it present (AddOrUpdateTaint changes nothing).
+BRIDGE_SCHEDULER = "slurm-bridge-scheduler"  # the chart's fixed name (templates/scheduler/_scheduler.tpl @ v1.2.1)
+BRIDGE_TAINT = Taint(key="slinky.slurm.net/managed-node", effect="NoExecute", value=BRIDGE_SCHEDULER)
+#: What a bridged nodeset's slurmd pod asks of Kubernetes: slurmd itself. The node's CPUs, memory and
+#: accelerators stay free in Kubernetes' books for the pods slurm-bridge binds there (its scheduler
+#: profile runs NodeResourcesFit, templates/scheduler/configmap.yaml @ v1.2.1); Slurm's books are the
+#: node's CPUs= and RealMemory= written explicitly (slurm_conf), and Slurm lends the node to one kind
+#: of work at a time (MCS, charts/slurm_cluster.py BRIDGE_MCS).
+BRIDGED_SLURMD_REQUESTS = {"cpu": "250m", "memory": "512Mi"}
+
+
 @dataclass(frozen=True)
 class NodeSetPlan:
     nodeset: NodeSetSpec
@@ -54,6 +70,7 @@ class NodeSetPlan:
     nodepool: str
     taints: tuple[Taint, ...]
     instances: tuple[InstanceType, ...] = ()  # every type the NodePool allows, spec order; () = (instance,)
+    bridged: bool = False  # slurm-bridge may bind Kubernetes pods to these nodes (spec.bridge)
 
     @property
     def types(self) -> tuple[InstanceType, ...]:
@@ -88,6 +105,23 @@ class NodeSetPlan:
         if self.instance.is_nvidia and ami_family != "bottlerocket":
             return {GPU_PRESENT_LABEL: "true"}
         return {}
+
+    def slurmd_requests(self) -> dict[str, str]:
+        """The slurmd pod's resource requests: the whole node's share, or slurmd's own on a bridged nodeset.
+
+        Bridged: no accelerator (the container sees every GPU through NVIDIA_VISIBLE_DEVICES=all,
+        charts/slurm_cluster.py), EFA kept (bridged pods rarely use it; slurmd's jobs do).
+        """
+        if not self.bridged:
+            return self.shape.requests()
+        out = dict(BRIDGED_SLURMD_REQUESTS)
+        out.update({k: v for k, v in self.shape.requests().items()
+                    if k not in ("cpu", "memory", self.shape.accelerator_resource)})
+        return out
+
+    def slurmd_limits(self) -> dict[str, str]:
+        """Limits equal to the extended resources requested (the API requires it), none for CPU/memory."""
+        return {k: v for k, v in self.slurmd_requests().items() if k not in ("cpu", "memory")}
 
     @property
     def tolerations(self) -> tuple[Toleration, ...]:
@@ -149,8 +183,10 @@ def plan_nodeset(spec: ClusterSpec, ns: NodeSetSpec, catalog: Mapping[str, Insta
         raise SizingError(mismatch[0])
     it = types[0]
     shape = pod_resources_for(types, gpus_per_pod=ns.gpus_per_pod, efa=ns.efa, reserve=reserve_of(spec))
+    bridged = spec.bridged(ns.name)
     return NodeSetPlan(nodeset=ns, instance=it, shape=shape, nodepool=naming.nodepool(spec.name, ns.name),
-                       taints=_taints(it), instances=types if len(types) > 1 else ())
+                       taints=_taints(it) + ((BRIDGE_TAINT,) if bridged else ()),
+                       instances=types if len(types) > 1 else (), bridged=bridged)
 
 
 def plan_cluster(spec: ClusterSpec, catalog: Mapping[str, InstanceType] | None = None) -> dict[str, NodeSetPlan]:

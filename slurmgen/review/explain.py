@@ -6,6 +6,7 @@ from typing import Mapping
 
 from ..errors import UserError
 from ..slurmconf.operator import SLURM_CONF, Tree, Unresolved, effective
+from .bridge_words import explain_block
 
 FILES = ("cgroup.conf", "gres.conf", "slurm.conf", "slurmdbd.conf", "topology.yaml")
 
@@ -42,7 +43,7 @@ def explain_one(cluster: str, tree: Tree, name: str) -> str:
                "topology.yaml": "topology is off (spec topology.enabled)"}.get(name, "nothing writes it")
         raise ExplainError(f"{cluster}: {name}: not written for this cluster: {why}")
     text = eff.files[name]
-    return text + _nodes_block(eff.nodes) if name == SLURM_CONF else text
+    return text + _nodes_block(eff.nodes) + explain_block(tree) if name == SLURM_CONF else text
 
 
 def explain(trees: Mapping[str, Tree], name: str, cluster: str | None) -> str:

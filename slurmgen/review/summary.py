@@ -20,6 +20,7 @@ from ..kube.quantity import memory_mib
 from ..kube.vocabulary import LBC
 from ..verify.slurm_files import wave_problems
 from .picture import FULL, NONE, Picture, picture
+from .bridge_words import bridge_lines
 from .policy_words import no_effect, policy_lines
 from .slurm_diff import changes as slurmconf_changes
 
@@ -672,6 +673,7 @@ def _section(cluster: str, a: Tree, b: Tree, catalog: Mapping[str, InstanceType]
     head += _headline(before, after) or ([] if storage_headline(a, b) else ["- no change in capacity"])
     head += storage_headline(a, b)
     head += [f"- {line}" for line in policy_lines(a, b)]
+    head += [f"- {line}" for line in bridge_lines(a, b)]
     head += [f"- **{n[0].upper()}{n[1:]}**" for n in arch]
     head += _cost_headline(before, after, region_of(b) or region_of(a))
     head += _price_source_line(before, after, region_of(b) or region_of(a), prices)

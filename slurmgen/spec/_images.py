@@ -117,6 +117,9 @@ def _image_refs(spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
     labeler = (spec.get("topology") or {}).get("labelerImage")
     if labeler:
         yield "topology.labelerImage", labeler
+    bridge_labeler = (spec.get("bridge") or {}).get("labelerImage")
+    if bridge_labeler:
+        yield "bridge.labelerImage", bridge_labeler
 
 
 def pinned_images(spec: dict[str, Any]) -> Iterator[Finding]:

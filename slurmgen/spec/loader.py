@@ -20,7 +20,7 @@ from .errors import dotted
 from ._yaml import UnreadableFile, YamlSyntaxError, field_lines, load_yaml, read_text
 from .errors import Problem, SpecError, name_keyed
 from .model import (
-    Accounting, AwsIdentity, AwsSettings, CapacityReservation, ClusterSpec, Compute, Database, Directory, FairShare, Fsx, GitOpsSettings, Images,
+    BRIDGE_USER, Accounting, AwsIdentity, AwsSettings, Bridge, CapacityReservation, ClusterSpec, Compute, Database, Directory, FairShare, Fsx, GitOpsSettings, Images,
     Autoscale, BlockTopology, KubePrometheusStack, Login, Policy, PolicyAccount, PolicyUser, Qos, LoginService, MariaDbSettings, Metrics, NodeSetSpec, Partition, Persistence, Placement,
     Scheduling, SecretKeyRef, Secrets, ServiceMonitor, Storage, Toleration, TopologySpec, Versions, pairs,
 )
@@ -295,7 +295,24 @@ def _tres(raw: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
     return tuple((k, str(v)) for k, v in (raw or {}).items())
 
 
-def _policy(raw: dict[str, Any] | None) -> Policy | None:
+def _bridge(d: dict[str, Any], partitions: tuple[Partition, ...]) -> Bridge | None:
+    """The bridge section, its nodesets resolved to the bridged partition's (checked equal when written)."""
+    raw = d.get("bridge")
+    if raw is None:
+        return None
+    part = next(p for p in partitions if p.name == raw["partition"])
+    return Bridge(namespaces=tuple(raw["namespaces"]), partition=part.name, nodesets=part.nodesets,
+                  account=raw.get("account"), qos=raw.get("qos"), labeler_image=raw["labelerImage"])
+
+
+def _bridge_user(d: dict[str, Any]) -> list[PolicyUser]:
+    """The user slurm-bridge submits as, with bridge.account as its default account: with a policy,
+    AccountingStorageEnforce=associations refuses a job whose user has no association."""
+    account = (d.get("bridge") or {}).get("account")
+    return [PolicyUser(name=BRIDGE_USER, default_account=account)] if account else []
+
+
+def _policy(raw: dict[str, Any] | None, d: dict[str, Any] | None = None) -> Policy | None:
     if raw is None:
         return None
     return Policy(
@@ -312,7 +329,8 @@ def _policy(raw: dict[str, Any] | None) -> Policy | None:
                                      grp_tres=_tres(a.get("grpTRES")), max_tres_per_job=_tres(a.get("maxTRESPerJob")))
                        for a in raw.get("accounts", [])),
         users=tuple(PolicyUser(name=u["name"], default_account=u["defaultAccount"], accounts=tuple(u.get("accounts", ())),
-                               admin_level=u.get("adminLevel"), fairshare=u["fairshare"]) for u in raw.get("users", [])),
+                               admin_level=u.get("adminLevel"), fairshare=u["fairshare"]) for u in raw.get("users", []))
+        + tuple(_bridge_user(d or {})),
     )
 
 
@@ -503,7 +521,8 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
         accounting=Accounting(enabled=d["accounting"]["enabled"], database=_database(db)),
         secrets=_secrets(d),
         storage=_storage(d["storage"]),
-        policy=_policy(d.get("policy")),
+        policy=_policy(d.get("policy"), d),
+        bridge=_bridge(d, partitions),
         directory=_directory(d),
         prometheus_address=_prometheus_address(d),
         kube_prometheus_stack=KubePrometheusStack(**{

@@ -474,6 +474,24 @@ class Policy:
         return any(q.preempt for q in self.qos)
 
 
+#: The Slurm user slurm-bridge submits its external jobs as: the `username` of the Token whose JWT it
+#: holds. `slurm` (uid 401) exists in every Slinky image, so slurmctld resolves it (slurm-bridge
+#: docs/quickstart.md and hack/token.yaml @ v1.2.1 issue the token to it).
+BRIDGE_USER = "slurm"
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """Kubernetes workloads Slurm schedules through slurm-bridge: which namespaces, where, charged to whom."""
+
+    namespaces: tuple[str, ...]
+    partition: str
+    nodesets: tuple[str, ...]  # resolved: the partition's nodesets
+    account: str | None = None
+    qos: str | None = None
+    labeler_image: str = ""
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     """One cluster, fully resolved: what `clusters/<name>.yaml` means."""
@@ -504,6 +522,11 @@ class ClusterSpec:
     topology: TopologySpec | None = None
     directory: Directory | None = None  # absent: only root logs in
     prometheus_address: str | None = None  # where KEDA reads Slurm metrics
+    bridge: Bridge | None = None  # absent: no Kubernetes workload is scheduled by Slurm
+
+    def bridged(self, nodeset: str) -> bool:
+        """True when slurm-bridge may place Kubernetes pods on this nodeset's nodes."""
+        return self.bridge is not None and nodeset in self.bridge.nodesets
 
     def nodeset(self, name: str) -> NodeSetSpec:
         return next(ns for ns in self.nodesets if ns.name == name)

@@ -40,7 +40,8 @@ KINDS = (
     ("karpenter.sh/v1", "NodePool"), ("karpenter.k8s.aws/v1", "EC2NodeClass"),
     ("slinky.slurm.net/v1beta1", "Controller"), ("slinky.slurm.net/v1beta1", "NodeSet"),
     ("slinky.slurm.net/v1beta1", "LoginSet"), ("slinky.slurm.net/v1beta1", "RestApi"),
-    ("slinky.slurm.net/v1beta1", "Accounting"), ("k8s.mariadb.com/v1alpha1", "MariaDB"),
+    ("slinky.slurm.net/v1beta1", "Accounting"), ("slinky.slurm.net/v1beta1", "Token"),
+    ("k8s.mariadb.com/v1alpha1", "MariaDB"),
     ("external-secrets.io/v1", "ExternalSecret"), ("external-secrets.io/v1", "SecretStore"),
     ("generators.external-secrets.io/v1alpha1", "Password"), ("keda.sh/v1alpha1", "ScaledObject"),
 )

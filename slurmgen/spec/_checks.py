@@ -957,9 +957,11 @@ def policy_users_are_people(spec: dict[str, Any]) -> Iterator[Finding]:
     """No policy user named like a system account of the images (SYSTEM_ACCOUNTS)."""
     users = (spec.get("policy") or {}).get("users", [])
     filtered = FILTERED_USERS if spec.get("directory") is not None else ()
+    bridged = ("slurm",) if spec.get("bridge") is not None else ()  # bridge_rules says why slurm is not theirs
     for index, user in enumerate(users):
         name = user["name"]
-        if system_account(name) and name not in filtered:  # those get directory_user_names' line
+        # those get directory_user_names' line, or bridge_rules'
+        if system_account(name) and name not in filtered and name not in bridged:
             yield (f"policy.users[{index}].name", f"{name!r} is a system account of the Slurm images, which whatever "
                    "runs as that user in a pod would act as (a Slurm user, an administrator with adminLevel); "
                    "use the person's own login name")

@@ -160,6 +160,7 @@ def _command(args: argparse.Namespace) -> int:
         return _argocd(args)
     _check_flags(args)
     out = args.out or Path(os.environ.get("CDK8S_OUTDIR") or REPO / "dist")
+    _cache_placement(args, out)
     if args.out is not None:
         _cdk8s_scratch(args.out)
     spec_paths = args.spec or cluster_files(REPO / "clusters")
@@ -205,6 +206,18 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise UserError("--allow-unproven: only with --preview")
     if args.explain and args.explain not in explain_names():
         raise UserError(f"--explain: unknown name {args.explain!r} (one of {', '.join(explain_names())})")
+
+
+def _cache_placement(args: argparse.Namespace, out: Path) -> None:
+    """A render cache inside the output folder or the repository: one line, exit 2, before anything
+    (the cache's key included) is created."""
+    if args.no_cache or args.crd_dir is not None:
+        return
+    from .run import cache
+
+    why = cache.placement_problem(cache.cache_dir(), out)
+    if why:
+        raise UserError(why)
 
 
 def _render(args: argparse.Namespace, spec_paths: Sequence[Path]) -> Result:

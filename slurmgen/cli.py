@@ -102,11 +102,18 @@ def _argocd(args: argparse.Namespace) -> int:
     if args.argocd_settings:
         sys.stdout.write(argocd_settings.settings(args.argocd_settings))
         return 0
+    from ._input import UnreadableFile, decode, read_bytes, read_stream
+
     source = args.verify_argocd
+    limit, advice = 2 * 1024 * 1024, "argocd-cm is a ConfigMap, at most 1 MiB of data (pass kubectl's output)"
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"--verify-argocd: cannot read {source}: {err}") from None
+        data = (read_stream(sys.stdin.buffer, max_bytes=limit, advice=advice) if source == "-"
+                else read_bytes(Path(source), max_bytes=limit, advice=advice + "; - reads standard input",
+                                follow_links=True))
+        text = decode(data)
+    except (OSError, UnreadableFile) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else err
+        raise UserError(f"--verify-argocd: cannot read {source}: {why}") from None
     problems = argocd_settings.verify(text)
     for line in problems:
         print(f"{source}: {line}")

@@ -4,7 +4,8 @@ every field and key.
 Why centrally: JSON Schema `pattern` is a search, and Python's `$` also matches before a final
 newline, so `^[a-z]+$` accepts "gpu\\n"; that newline would then reach a label value, an image
 reference, a slurm.conf line or the sacctmgr file. Refusing line breaks, other C0/C1 controls,
-Unicode line separators and invisible format characters (bidi overrides, zero-width) in every
+Unicode line separators, invisible format characters (bidi overrides, zero-width) and the other
+characters that show as nothing (variation selectors, Hangul fillers: errors.INVISIBLE) in every
 string, before the schema runs, makes each pattern a whole-string match. Only the fields that
 are whole files (MULTILINE) may hold line breaks and tabs. Numbers: every integer must fit the
 fields it reaches (Slurm's uint32 limits and priorities, Kubernetes' int32/int64), so one range
@@ -17,6 +18,7 @@ import math
 import unicodedata
 from typing import Any, Callable, Iterator
 
+from ..errors import INVISIBLE
 from .errors import dotted
 
 # Fields whose value is a whole config file, written as-is into a Secret/ConfigMap: lines are expected.
@@ -30,7 +32,7 @@ def _bad_char(text: str, multiline: bool) -> tuple[int, str] | None:
     for index, char in enumerate(text):
         if multiline and char in _LINE_OK:
             continue
-        if unicodedata.category(char) in _REFUSED:
+        if char in INVISIBLE or unicodedata.category(char) in _REFUSED:
             return index, char
     return None
 
@@ -68,6 +70,9 @@ def unsafe_values(data: Any, path: tuple[Any, ...] = (),
     elif isinstance(data, str):
         multiline = path in MULTILINE
         if found := _bad_char(data, multiline):
+            char = found[1]
             fix = ("only line breaks and tabs are allowed in this file's text" if multiline
-                   else "values are single-line text: remove it (a trailing newline from `|`? use a plain or quoted scalar)")
+                   else "values are single-line text: remove it (a trailing newline from `|`? use a plain or quoted scalar)"
+                   if unicodedata.category(char) in ("Cc", "Zl", "Zp")
+                   else "remove it: it shows as nothing, or changes how the text around it is shown")
             yield dotted(path), f"contains {_describe(*found)}; {fix}"

@@ -196,7 +196,7 @@ def extends_chain(path: Path) -> list[Path] | None:
 
     def follow(p: Path) -> bool:
         if p.resolve() in seen:
-            return False  # a cycle: the loader refuses it anyway
+            return True  # already in the chain (named twice, or a cycle the loader refuses): not again
         seen.add(p.resolve())
         chain.append(p)
         try:

@@ -94,6 +94,18 @@ class WrongChart(Exception):
     """The chart found is not the one pinned (its Chart.yaml names another chart or version)."""
 
 
+class RenderTooLarge(WrongChart):
+    """A chart whose rendered output passes the preview's bounds: reported, never parsed."""
+
+
+#: What one chart's render may hold before a byte of it is parsed: the largest pinned chart
+#: (kube-prometheus-stack, its CRDs included) renders about 5 MiB in a few hundred documents;
+#: a template that repeats without bound (`range until 1000000`) would otherwise cost GiBs of
+#: parsed objects, and a second render to compare.
+RENDER_MAX_BYTES = 32 * 1024 * 1024
+RENDER_MAX_DOCUMENTS = 5000
+
+
 def _norm(version: str) -> str:
     return version[1:] if version.startswith("v") else version
 
@@ -430,6 +442,19 @@ def unstable_objects(first: dict[str, str], second: dict[str, str]) -> list[str]
     return out or ["(the manifests differ only in layout)"]
 
 
+def _check_size(source: HelmSource, manifests: dict[str, str], crds: dict[str, str]) -> None:
+    """RenderTooLarge when the templates and CRDs of one render pass RENDER_MAX_BYTES or
+    RENDER_MAX_DOCUMENTS; counted on the text, before anything is parsed or rendered again."""
+    texts = [*manifests.values(), *crds.values()]
+    size = sum(len(text) for text in texts)
+    documents = sum(len(_SEPARATOR.findall(text)) + 1 for text in texts if text.strip()) if size <= RENDER_MAX_BYTES else 0
+    if size > RENDER_MAX_BYTES or documents > RENDER_MAX_DOCUMENTS:
+        raise RenderTooLarge(f"chart {source.chart} {source.version} renders {size // 1024} KiB in "
+                             f"{documents or 'uncounted'} document(s), past the preview's bounds "
+                             f"({RENDER_MAX_BYTES // 2**20} MiB, {RENDER_MAX_DOCUMENTS} documents); not previewed "
+                             "(a template that repeats without bound?)")
+
+
 def render(source: HelmSource, path: Path, notes: list[str], kube_version: str | None = None) -> ChartRender:
     """Render one chart as Argo CD does (`helm template --include-crds`, release name, destination namespace).
 
@@ -449,6 +474,7 @@ def render(source: HelmSource, path: Path, notes: list[str], kube_version: str |
         except helm.HelmValuesError as err:
             schema_errors.append(str(err).splitlines()[0])
         manifests = _render_manifests(helm, chart, source, kube_version)
+        _check_size(source, manifests, {item["filename"]: item["data"] for item in chart.crds})
         unstable = unstable_objects(manifests, _render_manifests(helm, chart, source, kube_version))
         crds = [doc for item in sorted(chart.crds, key=lambda c: c["filename"])
                 for doc in load_documents(item["data"]) if isinstance(doc, dict) and doc.get("kind")]

@@ -19,6 +19,7 @@ import unicodedata
 from typing import Any, Callable, Iterator
 
 from ..errors import INVISIBLE
+from ._numbers import out_of_range
 from .errors import dotted
 
 # Fields whose value is a whole config file, written as-is into a Secret/ConfigMap: lines are expected.
@@ -44,10 +45,13 @@ def _describe(index: int, char: str) -> str:
 
 
 def unsafe_values(data: Any, path: tuple[Any, ...] = (),
-                  text_only: Callable[[tuple[Any, ...]], bool] = lambda path: False) -> Iterator[tuple[str, str]]:
+                  text_only: Callable[[tuple[Any, ...]], bool] = lambda path: False,
+                  string_range: Callable[[tuple[Any, ...]], dict[str, Any] | None] = lambda path: None,
+                  ) -> Iterator[tuple[str, str]]:
     """Yield (field path, message) for each string (value or key) holding a refused character, each
-    empty key, and each number out of range. A number where only text is allowed (`text_only`: an
-    unquoted 12-digit accountId) is left to the schema, whose line says to quote it."""
+    empty key, and each number out of range: an integer, or the number a text field spells (a
+    duration, a TRES count: `string_range`, the schema's `x-range`). A number where only text is
+    allowed (`text_only`: an unquoted 12-digit accountId) is left to the schema, whose line says to quote it."""
     if isinstance(data, dict):
         for key, value in data.items():
             if key == "":
@@ -57,10 +61,10 @@ def unsafe_values(data: Any, path: tuple[Any, ...] = (),
                 yield dotted(path) or "(top level)", (f"key {key!r} contains {_describe(*found)}; "
                                                       "keys are plain single-line words")
                 continue
-            yield from unsafe_values(value, (*path, key), text_only)
+            yield from unsafe_values(value, (*path, key), text_only, string_range)
     elif isinstance(data, list):
         for index, item in enumerate(data):
-            yield from unsafe_values(item, (*path, index), text_only)
+            yield from unsafe_values(item, (*path, index), text_only, string_range)
     elif isinstance(data, bool):
         return
     elif isinstance(data, int) and not INT_MIN <= data <= INT_MAX and not text_only(path):
@@ -76,3 +80,5 @@ def unsafe_values(data: Any, path: tuple[Any, ...] = (),
                    if unicodedata.category(char) in ("Cc", "Zl", "Zp")
                    else "remove it: it shows as nothing, or changes how the text around it is shown")
             yield dotted(path), f"contains {_describe(*found)}; {fix}"
+        elif (limits := string_range(path)) and (problem := out_of_range(data, limits)):
+            yield dotted(path), problem

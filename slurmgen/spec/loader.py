@@ -127,7 +127,7 @@ def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[st
     if isinstance(version, int) and not isinstance(version, bool) and version > _schema.schema_version():
         raise fail([("schemaVersion", f"{version} is newer than this generator reads "
                                       f"({_schema.schema_version()}); upgrade slurmgen")], data)
-    unsafe = list(_text.unsafe_values(data, text_only=_schema.text_only))
+    unsafe = list(_text.unsafe_values(data, text_only=_schema.text_only, string_range=_schema.string_range))
     if unsafe:
         # Before the schema: a pattern would also fail on these, for the same reason, twice.
         raise fail(unsafe, data)

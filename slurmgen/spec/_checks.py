@@ -878,7 +878,7 @@ def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
 
 
 #: Every field naming a ConfigMap/Secret key: kubelet mounts some of them as item paths.
-KEY_FIELDS = (("login", "sssdConfSecret"), ("directory", "bindPassword", "secret"), ("directory", "tls", "ca", "configMap"),
+KEY_FIELDS: tuple[tuple[str, ...], ...] = (("login", "sssdConfSecret"), ("directory", "bindPassword", "secret"), ("directory", "tls", "ca", "configMap"),
               ("directory", "tls", "ca", "secret"), ("accounting", "database", "passwordSecret"),
               ("accounting", "database", "tls", "caConfigMap"), ("secrets", "slurmKey"), ("secrets", "jwtKey"))
 
@@ -902,10 +902,10 @@ def paths(spec: dict[str, Any]) -> Iterator[Finding]:
         problem = form_problem(value) or (mount_problem(value) if mounted else None)
         if problem:
             yield ".".join(field), f"{value} {problem}"
-    for field in KEY_FIELDS:
-        key = _at(spec, (*field, "key"))
+    for key_field in KEY_FIELDS:
+        key = _at(spec, (*key_field, "key"))
         if isinstance(key, str) and (problem := item_name_problem(key)):
-            yield ".".join((*field, "key")), problem
+            yield ".".join((*key_field, "key")), problem
 
 
 def directory_user_names(spec: dict[str, Any]) -> Iterator[Finding]:

@@ -279,8 +279,10 @@ def _check_flags(args: argparse.Namespace) -> None:
 def _cache_placement(args: argparse.Namespace, out: Path) -> None:
     """A render cache inside the output folder or the repository: one line, exit 2, before anything
     (the cache's key included) is created."""
-    if args.no_cache or args.crd_dir is not None:
-        return
+    from .write import output
+
+    if args.no_cache or args.crd_dir is not None or output.forbidden(out, REPO):
+        return  # a forbidden output folder (/, the home folder) is refused as such, and never written
     from .run import cache
 
     why = cache.placement_problem(cache.cache_dir(), out)

@@ -455,12 +455,68 @@ def _check_size(source: HelmSource, manifests: dict[str, str], crds: dict[str, s
                              "(a template that repeats without bound?)")
 
 
+#: The process that renders one chart: Helm's template engine has no bound of its own (`range
+#: until`, `repeat` make what they are told), so it runs in a child with this much address space
+#: (the largest pinned chart, kube-prometheus-stack, peaks near 200 MB resident; Go reserves more
+#: address space than it uses) and this much time; past either, the chart is not previewed.
+RENDER_ADDRESS_SPACE = 2 * 1024 ** 3
+RENDER_SECONDS = 300
+
+_CHILD = """
+import pickle, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
+from slurmgen.review.preview.charts import WrongChart, render_here
+try:
+    result = ("ok", render_here(*pickle.loads(sys.stdin.buffer.read())))
+except WrongChart as err:
+    result = (type(err).__name__, str(err))
+except MemoryError:
+    result = ("memory", "")
+except Exception as err:
+    result = ("error", str(err) or type(err).__name__)
+sys.stdout.buffer.write(pickle.dumps(result))
+"""
+
+
 def render(source: HelmSource, path: Path, notes: list[str], kube_version: str | None = None) -> ChartRender:
+    """render_here in a child process bounded in memory and time (RENDER_ADDRESS_SPACE, RENDER_SECONDS):
+    a template that repeats without end ends in RenderTooLarge, never in GiBs of this process."""
+    helm_sdk()  # a missing SDK is one line (PreviewUnavailable) before any process starts
+    import pickle  # noqa: PLC0415  (our own child's answer, never another's)
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    package_root = str(Path(__file__).resolve().parents[3])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH"))))}
+    too_large = (f"chart {source.chart} {source.version} does not render within the preview's bounds "
+                 f"({RENDER_ADDRESS_SPACE // 2**20} MiB of memory, {RENDER_SECONDS} s); not previewed "
+                 "(a template that repeats without bound?)")
+    try:
+        run = subprocess.run([sys.executable, "-c", _CHILD, str(RENDER_ADDRESS_SPACE)],
+                             input=pickle.dumps((source, str(path), notes, kube_version)), capture_output=True,
+                             timeout=RENDER_SECONDS, env=env)
+    except subprocess.TimeoutExpired:
+        raise RenderTooLarge(too_large) from None
+    if run.returncode != 0 or not run.stdout:
+        stderr = run.stderr.decode("utf-8", errors="replace")
+        if "out of memory" in stderr or "MemoryError" in stderr or run.returncode < 0 or run.returncode == 134:
+            raise RenderTooLarge(too_large)
+        raise RuntimeError(clip(stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {run.returncode}"))
+    kind, payload = pickle.loads(run.stdout)
+    if kind == "ok":
+        return payload  # type: ignore[no-any-return]
+    if kind == "memory":
+        raise RenderTooLarge(too_large)
+    raise {"WrongChart": WrongChart, "RenderTooLarge": RenderTooLarge}.get(kind, RuntimeError)(payload)
+
+
+def render_here(source: HelmSource, path: str | Path, notes: list[str], kube_version: str | None = None) -> ChartRender:
     """Render one chart as Argo CD does (`helm template --include-crds`, release name, destination namespace).
 
     Twice: what differs between the two renders is `unstable` (Argo CD renders again at every
     manifest-cache expiry and hard refresh, and would see a change each time).
     """
+    path = Path(path)
     helm = helm_sdk()
     with helm.Chart.load(str(path)) as chart:
         if chart.name != source.chart or _norm(str(chart.version)) != _norm(source.version):

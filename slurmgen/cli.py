@@ -14,9 +14,9 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, TextIO
 
-from .errors import UserError
+from .errors import UserError, printable
 
 if TYPE_CHECKING:  # only for annotations: importing them at start would slow `--help`
     from .write.output import Survey
@@ -115,11 +115,18 @@ def _argocd(args: argparse.Namespace) -> int:
     if args.argocd_settings:
         sys.stdout.write(argocd_settings.settings(args.argocd_settings))
         return 0
+    from ._input import UnreadableFile, decode, read_bytes, read_stream
+
     source = args.verify_argocd
+    limit, advice = 2 * 1024 * 1024, "argocd-cm is a ConfigMap, at most 1 MiB of data (pass kubectl's output)"
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"--verify-argocd: cannot read {source}: {err}") from None
+        data = (read_stream(sys.stdin.buffer, max_bytes=limit, advice=advice) if source == "-"
+                else read_bytes(Path(source), max_bytes=limit, advice=advice + "; - reads standard input",
+                                follow_links=True))
+        text = decode(data)
+    except (OSError, UnreadableFile) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else err
+        raise UserError(f"--verify-argocd: cannot read {source}: {why}") from None
     problems = argocd_settings.verify(text)
     for line in problems:
         print(f"{source}: {line}")
@@ -158,13 +165,74 @@ def _cdk8s_scratch(out: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a `UserError` from any stage is printed, one line per problem, as its exit status."""
-    args = _parser().parse_args(argv)
+    real_stdout, real_stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Escaping(real_stdout, stdout=True), _Escaping(real_stderr, stdout=False)
     try:
-        return _command(args)
-    except UserError as err:
-        for line in err.lines:
-            print(shown(line), file=sys.stdout if err.stdout else sys.stderr)
-        return err.status
+        args = _parser().parse_args(argv)
+        try:
+            status = _command(args)
+        except UserError as err:
+            for line in err.lines:
+                print(printable(shown(line)), file=sys.stdout if err.stdout else sys.stderr)
+            status = err.status
+        sys.stdout.flush()
+        return status
+    except StdoutUnwritable as err:
+        _discard_stdout(real_stdout)
+        print(f"standard output: cannot write: {err.reason}; nothing more was printed", file=sys.stderr)
+        return 2
+    finally:
+        sys.stdout, sys.stderr = real_stdout, real_stderr
+
+
+class StdoutUnwritable(Exception):
+    """Standard output refused a write (a full disk, `> /dev/full`, a closed pipe): one line, exit 2."""
+
+    def __init__(self, err: OSError) -> None:
+        self.reason = err.strerror or str(err)
+        super().__init__(self.reason)
+
+
+class _Escaping:
+    """sys.stdout and sys.stderr while a command runs: no control or invisible character reaches the
+    terminal unescaped (line breaks and tabs pass: the summary and --explain are documents), since
+    spec names, --out, --allow-destroy and dist/ file names reach many lines; a failed write to
+    standard output is StdoutUnwritable (one line, no traceback), one to standard error is dropped
+    (there is nowhere left to say it)."""
+
+    def __init__(self, stream: TextIO, *, stdout: bool) -> None:
+        self._stream = stream
+        self._stdout = stdout
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(printable(text, keep="\n\t"))
+        except OSError as err:
+            if self._stdout:
+                raise StdoutUnwritable(err) from None
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as err:
+            if self._stdout:
+                raise StdoutUnwritable(err) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _discard_stdout(stream: TextIO) -> None:
+    """After a failed write the interpreter would flush the rest at exit and fail again ("Exception
+    ignored ..."): point the process's stdout at /dev/null so that flush succeeds."""
+    try:
+        if stream.fileno() == 1:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -173,6 +241,7 @@ def _command(args: argparse.Namespace) -> int:
         return _argocd(args)
     _check_flags(args)
     out = args.out or Path(os.environ.get("CDK8S_OUTDIR") or REPO / "dist")
+    _cache_placement(args, out)
     if args.out is not None:
         _cdk8s_scratch(args.out)
     spec_paths = args.spec or cluster_files(REPO / "clusters")
@@ -218,6 +287,20 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise UserError("--allow-unproven: only with --preview")
     if args.explain and args.explain not in explain_names():
         raise UserError(f"--explain: unknown name {args.explain!r} (one of {', '.join(explain_names())})")
+
+
+def _cache_placement(args: argparse.Namespace, out: Path) -> None:
+    """A render cache inside the output folder or the repository: one line, exit 2, before anything
+    (the cache's key included) is created."""
+    from .write import output
+
+    if args.no_cache or args.crd_dir is not None or output.forbidden(out, REPO):
+        return  # a forbidden output folder (/, the home folder) is refused as such, and never written
+    from .run import cache
+
+    why = cache.placement_problem(cache.cache_dir(), out)
+    if why:
+        raise UserError(why)
 
 
 def _render(args: argparse.Namespace, spec_paths: Sequence[Path]) -> Result:

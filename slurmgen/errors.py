@@ -7,6 +7,8 @@ and returns `status`. `--check` reads some of them as drift: those say `status =
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Iterable
 
 
@@ -25,3 +27,33 @@ class UserError(Exception):
         if stdout is not None:
             self.stdout = stdout
         super().__init__("\n".join(self.lines))
+
+
+#: Characters that show as nothing yet are not control or format characters: Unicode's
+#: Default_Ignorable_Code_Point (DerivedCoreProperties.txt) outside category Cf (the combining grapheme
+#: joiner, the Hangul fillers, Khmer inherent vowels, Mongolian and other variation selectors), and
+#: the Braille blank, which renders as a space that is none. Refused in spec text, escaped in output.
+INVISIBLE = frozenset(chr(c) for c in (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, *range(0x180B, 0x1810), 0x2800,
+                                       0x3164, *range(0xFE00, 0xFE10), 0xFFA0, *range(0xE0100, 0xE01F0)))
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+_ASCII_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+def hidden(char: str) -> bool:
+    """Whether `char` is a control, format, separator-of-lines, private, unassigned or invisible one."""
+    return char in INVISIBLE or unicodedata.category(char) in _HIDDEN
+
+
+def printable(line: str, keep: str = "") -> str:
+    """`line` with every control, format or invisible character escaped (`\\x1b`, `\\u202e`) except those
+    in `keep`: a spec's file name (a PR can add `clusters/<ESC>]0;...yaml`), `--out`, `--allow-destroy`
+    or a file name in dist/ must not drive the terminal or CI log viewer that shows a message. The
+    one escaper of every line slurmgen prints (cli wraps standard output and the error lines)."""
+    if line.isascii():  # the usual case, in C: a summary of 60,000 characters costs nothing
+        return _ASCII_CONTROL.sub(lambda found: found[0] if found[0] in keep else _escape(found[0]), line)
+    return "".join(_escape(c) if c not in keep and hidden(c) else c for c in line)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

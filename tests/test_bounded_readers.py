@@ -99,3 +99,61 @@ def test_a_chart_folder_with_a_link_is_not_handed_to_helm(tmp_path, monkeypatch)
 
 def test_the_one_reader_keeps_a_bare_equals_a_string():
     assert load_document("k: =\n") == {"k": "="}
+
+
+# --- issue 32, class 6: one bounded reader for every file read ------------------------------------
+
+def _limited() -> None:
+    """A child's address space capped at 1 GiB: an unbounded read fails the test, never the machine."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+def _verify_argocd(argument: str, stdin=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-O", "main.py", "--verify-argocd", argument], stdin=stdin,
+                          capture_output=True, text=True, timeout=30, cwd=REPO, preexec_fn=_limited)
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda tmp: "/dev/zero", "is a character device, not a regular file"),
+    (lambda tmp: (os.mkfifo(tmp / "fifo"), str(tmp / "fifo"))[1], "is a FIFO, not a regular file"),
+    (lambda tmp: ((tmp / "big.yaml").write_bytes(b"a: b\n" * 600_000), str(tmp / "big.yaml"))[1],
+     "larger than 2048 KiB; argocd-cm is a ConfigMap"),
+])
+def test_verify_argocd_reads_a_bounded_regular_file(tmp_path, make, why):
+    # GIVEN --verify-argocd on a device, a FIFO nobody writes, a 3 MB file
+    source = make(tmp_path)
+    # WHEN it runs THEN one line, exit 2, at once
+    run = _verify_argocd(source)
+    assert (run.returncode, run.stdout) == (2, "")
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"--verify-argocd: cannot read {source}: {why}")
+
+
+def test_verify_argocd_reads_standard_input_with_a_bound():
+    # GIVEN standard input that never ends
+    with open("/dev/zero", "rb") as zero:
+        run = _verify_argocd("-", stdin=zero)
+    # THEN the read stops at the bound: one line, exit 2
+    assert run.returncode == 2
+    assert run.stderr.startswith("--verify-argocd: cannot read -: larger than 2048 KiB")
+
+
+def test_a_large_file_in_a_rendered_tree_is_not_read(tmp_path):
+    # GIVEN a previous render holding a 5 MiB YAML file (sparse: no disk) and a 5 MiB other file
+    from slurmgen.write import output
+
+    (tmp_path / "slurm").mkdir()
+    for name in ("slurm/big.yaml", "big.bin"):
+        with open(tmp_path / name, "wb") as handle:
+            handle.truncate(5 * 1024 * 1024)
+    # WHEN the guards read the tree THEN one line, by its size
+    with pytest.raises(guards.UnreadableTree) as err:
+        guards.read_tree(tmp_path)
+    assert err.value.lines == [f"{tmp_path}/slurm/big.yaml: cannot read the previous render (larger than 4096 KiB; "
+                               "no rendered object is that large); restore it (git checkout) or delete it, then run again"]
+    # AND --check's reader holds a short marker for each, not their bytes
+    texts = output.read_tree(tmp_path)
+    assert texts == {"big.bin": "\0larger than 4096 KiB; not a rendered file\0",
+                     "slurm/big.yaml": "\0larger than 4096 KiB; not a rendered file\0"}

@@ -124,3 +124,34 @@ def test_a_relative_cache_location_is_ignored(monkeypatch, value):
     assert cache.cache_dir() == Path.home() / ".cache" / "slurmgen" / "render"
     monkeypatch.setenv("SLURMGEN_CACHE_DIR", value)
     assert cache.cache_dir().is_absolute()
+
+
+@pytest.mark.parametrize("where", ["dist/cache", "dist", "dist/t/../cache", "link-to-dist/cache"])
+def test_a_cache_inside_the_output_folder_is_refused_before_anything_is_written(tmp_path, monkeypatch, spec, capsys,
+                                                                               where):
+    # GIVEN a render cache placed inside the output folder (directly, through `..` or through a link)
+    out = tmp_path / "dist"
+    (tmp_path / "link-to-dist").symlink_to(out, target_is_directory=True)
+    monkeypatch.setenv("SLURMGEN_CACHE_DIR", str(tmp_path / where))
+    # WHEN synth runs
+    rc = main(["--spec", str(spec), "--out", str(out)])
+    # THEN exit 2 with one line naming both, and nothing was created: no key, no entry, no folder
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and len(err) == 1 and "overlap" in err[0] and "SLURMGEN_CACHE_DIR" in err[0]
+    assert not os.path.lexists(out)
+
+
+def test_a_cache_inside_the_repository_is_refused(tmp_path, monkeypatch, spec, capsys):
+    # GIVEN SLURMGEN_CACHE_DIR inside the checkout (its key would be one `git add -A` from a commit)
+    inside = cache.REPO / ".render-cache-test"
+    monkeypatch.setenv("SLURMGEN_CACHE_DIR", str(inside))
+    rc = main(["--spec", str(spec), "--out", str(tmp_path / "dist")])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and len(err) == 1 and "inside the repository" in err[0]
+    assert not os.path.lexists(inside) and not os.path.lexists(tmp_path / "dist")
+
+
+def test_with_no_cache_the_cache_folder_is_not_judged(tmp_path, monkeypatch, spec):
+    monkeypatch.setenv("SLURMGEN_CACHE_DIR", str(tmp_path / "dist" / "cache"))
+    assert main(["--no-cache", "--spec", str(spec), "--out", str(tmp_path / "dist")]) == 0
+    assert not os.path.lexists(tmp_path / "dist" / "cache")

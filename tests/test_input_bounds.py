@@ -6,6 +6,8 @@ Every one must end in exit 2 with one line, quickly, and never block or read wit
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -15,6 +17,7 @@ from slurmgen.spec import _yaml
 from slurmgen.spec._text import unsafe_values
 from slurmgen.spec.loader import parse_text
 from slurmgen.spec.errors import SpecError
+from tests.conftest import REPO
 
 GOOD = """schemaVersion: 1
 name: t
@@ -170,3 +173,55 @@ def test_a_site_catalog_that_is_not_utf8_is_one_line(tmp_path, capsys):
     rc, err, _ = run_spec(spec, tmp_path, capsys)
     assert (rc, err) == (2, [f"{tmp_path / 'instance-types.csv'}: is not UTF-8 text (byte 0xff at offset 14); "
                              "save it as UTF-8"])
+
+
+def _levels(folder, names_per_level: list[list[str]]) -> None:
+    """Shared files level by level: each file of a level extends the whole list of the next."""
+    for depth, names in enumerate(names_per_level):
+        below = names_per_level[depth + 1] if depth + 1 < len(names_per_level) else None
+        for name in names:
+            (folder / name).write_text(f"extends: {below}\n" if below else "schemaVersion: 1\n")
+
+
+def test_an_extends_list_repeated_at_each_of_4_levels_finishes(tmp_path):
+    # GIVEN one name repeated 40 times in the list of every level (40^4 reads without a bound)
+    levels = [[f"_{level}.yaml"] for level in range(4)]
+    _levels(tmp_path, levels)
+    (tmp_path / "_0.yaml").write_text(f"extends: {['_1.yaml'] * 40}\n")
+    spec = tmp_path / "c.yaml"
+    spec.write_text(f"extends: {['_0.yaml'] * 40}\n" + GOOD)
+    # WHEN it loads (in a child: the unbounded loader would never return) THEN one line, at once
+    code = ("import sys; from pathlib import Path; from slurmgen.spec.loader import load_spec; "
+            "from slurmgen.spec import SpecError\ntry:\n load_spec(Path(sys.argv[1]))\n"
+            "except SpecError as err:\n print(err)")
+    run = subprocess.run([sys.executable, "-c", code, str(spec)], capture_output=True, text=True, timeout=30,
+                         cwd=REPO)
+    assert run.stdout.startswith(f"{spec}")
+    assert run.stdout.endswith(": extends[1]: _0.yaml is named twice in this list; name each file once\n")
+
+
+def test_files_named_by_several_files_are_read_once(tmp_path, monkeypatch):
+    # GIVEN four levels of four distinct files, each extending every file of the next level
+    from slurmgen.spec import loader
+
+    levels = [[f"_{level}{i}.yaml" for i in range(4)] for level in range(4)]
+    _levels(tmp_path, levels)
+    spec = tmp_path / "c.yaml"
+    spec.write_text(f"extends: {levels[0]}\n" + GOOD)
+    reads: list[str] = []
+    real = loader.read_text
+    monkeypatch.setattr(loader, "read_text", lambda path, **kw: (reads.append(path.name), real(path, **kw))[1])
+    # WHEN it loads THEN each of the 16 files is read once (not 4 + 16 + 64 + 256 times)
+    assert loader.load_spec(spec).name == "t"
+    assert sorted(name for name in reads if name.startswith("_")) == sorted(n for names in levels for n in names)
+
+
+def test_more_distinct_extends_files_than_the_cap_are_refused(tmp_path):
+    levels = [[f"_{level}{i}.yaml" for i in range(5)] for level in range(4)]  # 20 files
+    _levels(tmp_path, levels)
+    spec = tmp_path / "c.yaml"
+    spec.write_text(f"extends: {levels[0]}\n" + GOOD)
+    from slurmgen.spec.loader import load_spec
+    with pytest.raises(SpecError) as err:
+        load_spec(spec)
+    assert "more than 16 files pulled in through extends; merge the shared files" in str(err.value)

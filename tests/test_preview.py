@@ -788,3 +788,27 @@ def test_cli_preview_prints_each_chart_once_and_a_closing_fix_for_its_settings(t
         assert not [line for line in lines if "SLURMGEN_CHART_PULL" in line]
     # AND the last line is the fix for these settings
     assert lines[-1] == f"preview: no chart could be rendered, so nothing was proven: {closing}"
+
+
+@pytest.mark.parametrize("template, what", [
+    ('{{- range until 6000 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: "x{{ . }}"}\n{{- end }}\n',
+     "in 6001 document(s)"),
+    ('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: "{{ repeat 40000000 "y" }}"}\n',
+     "does not render within the preview's bounds (2048 MiB of memory, 300 s)"),
+    ('{{- range until 100000000 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: "x{{ . }}"}\n{{- end }}\n',
+     "does not render within the preview's bounds (2048 MiB of memory, 300 s)"),
+])
+def test_a_render_past_the_bounds_is_refused_before_it_is_parsed(tmp_path, template, what):
+    # GIVEN a chart whose template repeats without bound (many documents, one huge one, GiBs in Helm itself)
+    need_sdk()
+    from slurmgen.review.preview.charts import RenderTooLarge, render
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: r\nversion: 0.1.0\n")
+    (tmp_path / "templates" / "many.yaml").write_text(template)
+    source = HelmSource(application="t-r", repo_url="example.com/c", chart="r", version="0.1.0",
+                        release_name="r", namespace="ns", values={})
+    # WHEN it is rendered (in a child bounded in memory and time) THEN one line naming the bounds, nothing parsed
+    # here
+    with pytest.raises(RenderTooLarge) as err:
+        render(source, tmp_path, [])
+    assert what in str(err.value) and "the preview's bounds" in str(err.value)

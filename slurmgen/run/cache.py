@@ -71,6 +71,26 @@ def cache_dir() -> Path:
     return user_cache_root() / "render"
 
 
+def placement_problem(root: Path, out: Path, repository: Path = REPO) -> str | None:
+    """Why the cache folder `root` may not be used with output folder `out`, or None.
+
+    Checked before anything is created: the cache holds the HMAC key that proves its entries, and
+    a cache inside the output folder or the repository would put that key (and entries anyone
+    could then forge) in git. Paths are compared resolved, so a link or `..` cannot hide it."""
+    cache_at, out_at, repo_at = (os.path.realpath(os.path.abspath(p)) for p in (root, out, repository))
+
+    def within(inner: str, outer: str) -> bool:
+        return inner == outer or inner.startswith(os.path.join(outer, ""))
+
+    if within(cache_at, out_at) or within(out_at, cache_at):
+        return (f"the render cache {root} and the output folder {out} overlap; the cache holds its signing key, "
+                "which must never be committed: set SLURMGEN_CACHE_DIR to a folder outside both, or pass --no-cache")
+    if within(cache_at, repo_at):
+        return (f"the render cache {root} is inside the repository {repository}; the cache holds its signing key, "
+                "which must never be committed: set SLURMGEN_CACHE_DIR to a folder outside it, or pass --no-cache")
+    return None
+
+
 def private_dir(root: Path, *, create: bool) -> bool:
     """Whether `root` is a folder only this user can write (made 0700 when `create` and absent).
 
@@ -176,7 +196,7 @@ def extends_chain(path: Path) -> list[Path] | None:
 
     def follow(p: Path) -> bool:
         if p.resolve() in seen:
-            return False  # a cycle: the loader refuses it anyway
+            return True  # already in the chain (named twice, or a cycle the loader refuses): not again
         seen.add(p.resolve())
         chain.append(p)
         try:

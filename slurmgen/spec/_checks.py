@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 from ..kube import naming
 from ..kube.quantity import memory_mib
 from ._images import pinned_images
+from ._paths import form_problem, item_name_problem, mount_problem, within
 from ._slurm import COMMENT, slurm_key, slurm_keys
 from ._topology import topology_rules
 from .arn import AMP_HOST, AMP_URL, role_problems
@@ -892,7 +893,8 @@ def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
     if not fsx["enabled"]:
         yield ("directory.homes", "homes must be on the shared file system so slurmd pods see them; "
                "enable storage.fsx")
-    elif homes is not None and not homes.startswith(fsx["mountPath"].rstrip("/") + "/"):
+    elif (homes is not None and form_problem(homes) is None and form_problem(fsx["mountPath"]) is None
+          and (homes == fsx["mountPath"] or not within(homes, fsx["mountPath"]))):
         yield ("directory.homes.path", f"{homes} is not under the FSx mount {fsx['mountPath']}; "
                "slurmd pods would not see the homes")
     bind = directory.get("bindPassword")
@@ -917,6 +919,37 @@ def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
     if not directory["ssh"]["rootLogin"] and spec["login"]["sshAuthorizedKeys"]:
         yield ("login.sshAuthorizedKeys", "root login is off with a directory; remove the keys, "
                "or keep root for break-glass with directory.ssh.rootLogin: true")
+
+
+#: Every field naming a ConfigMap/Secret key: kubelet mounts some of them as item paths.
+KEY_FIELDS: tuple[tuple[str, ...], ...] = (("login", "sssdConfSecret"), ("directory", "bindPassword", "secret"), ("directory", "tls", "ca", "configMap"),
+              ("directory", "tls", "ca", "secret"), ("accounting", "database", "passwordSecret"),
+              ("accounting", "database", "tls", "caConfigMap"), ("secrets", "slurmKey"), ("secrets", "jwtKey"))
+
+
+def _at(spec: dict[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = spec
+    for step in path:
+        node = node.get(step) if isinstance(node, dict) else None
+    return node
+
+
+def paths(spec: dict[str, Any]) -> Iterator[Finding]:
+    """The one path rule (_paths): every path in normal form before any other check reads it; no
+    mount over what the image or the operator provides; no key kubelet reserves or refuses."""
+    fields = [(("storage", "fsx", "mountPath"), True), (("directory", "homes", "path"), False),
+              (("directory", "shell", "override"), False), (("directory", "shell", "fallback"), False)]
+    for field, mounted in fields:
+        value = _at(spec, field)
+        if not isinstance(value, str):
+            continue
+        problem = form_problem(value) or (mount_problem(value) if mounted else None)
+        if problem:
+            yield ".".join(field), f"{value} {problem}"
+    for key_field in KEY_FIELDS:
+        key = _at(spec, (*key_field, "key"))
+        if isinstance(key, str) and (problem := item_name_problem(key)):
+            yield ".".join((*key_field, "key")), problem
 
 
 def directory_user_names(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -1129,6 +1162,7 @@ RULES: tuple[Rule, ...] = (
     directory_placement,
     directory_user_names,
     directory_admin_groups,
+    paths,
     pinned_images,
     no_labels_of_others,
     policy_users_are_people,
@@ -1175,6 +1209,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     directory_placement: ("directory", "storage", "secrets", "login", "aws"),
     directory_user_names: ("directory", "policy"),
     directory_admin_groups: ("directory", "policy"),
+    paths: ("storage", "directory", "login", "accounting", "secrets"),
     pinned_images: ("versions", "images", "nodesets", "topology", "bridge"),
     no_labels_of_others: ("metrics",),
     policy_users_are_people: ("policy", "directory"),

@@ -222,6 +222,20 @@ def _field_types(path: tuple[str | int, ...]) -> frozenset[str] | None:
     return frozenset(types) or None
 
 
+def string_range(path: Sequence[str | int]) -> dict[str, Any] | None:
+    """The `x-range` the schema gives a text field holding a number (a Slurm duration, a TRES count,
+    a quantity): its kind, the largest value its consumer's type holds, and that consumer."""
+    return _string_range(tuple(path))
+
+
+@lru_cache(maxsize=4096)
+def _string_range(path: tuple[str | int, ...]) -> dict[str, Any] | None:
+    nodes: list[dict[str, Any]] = [schema()]
+    for step in path:
+        nodes = [child for node in nodes for variant in _variants(node) for child in _child(variant, step)]
+    return next((variant["x-range"] for node in nodes for variant in _variants(node) if "x-range" in variant), None)
+
+
 def text_only(path: Sequence[str | int]) -> bool:
     """Whether the schema allows only a string at `path`: a number written there wants quotes."""
     return field_types(path) == frozenset({"string"})
@@ -400,7 +414,8 @@ def _message(err: _Error) -> str:
         "minProperties": "should be non-empty" if limit == 1 else "does not have enough properties",
         "maxProperties": "is expected to be empty" if limit == 0 else "has too many properties",
     }
-    return f"{value!r} {words.get(err.validator, f'fails {err.validator} {limit!r}')}"
+    consumer = err.schema.get("$comment") if err.validator == "maximum" else None
+    return f"{value!r} {words.get(err.validator, f'fails {err.validator} {limit!r}')}" + (f" ({consumer})" if consumer else "")
 
 
 def _unknown_key(key: str, allowed: list[str]) -> str:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ..errors import UserError
+from ..errors import UserError, printable
 
 
 @dataclass(frozen=True, order=True)
@@ -26,18 +25,6 @@ class Problem:
         where = f"{self.path}: " if self.path else ""
         at = f":{self.line}" if self.line is not None else ""
         return printable(f"{self.file}{at}: {where}{self.message}")
-
-
-def printable(line: str) -> str:
-    """`line` with every control or invisible format character escaped (`\\x1b`, `\\u202e`): a spec's
-    file name (a PR can add `clusters/<ESC>]0;...yaml`) must not drive the terminal or CI log viewer
-    that shows the error."""
-    return "".join(_escape(c) if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs") else c for c in line)
-
-
-def _escape(char: str) -> str:
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 class SpecError(UserError):

@@ -137,7 +137,7 @@ def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[st
     if isinstance(version, int) and not isinstance(version, bool) and version > _schema.schema_version():
         raise fail([("schemaVersion", f"{version} is newer than this generator reads "
                                       f"({_schema.schema_version()}); upgrade slurmgen")], data)
-    unsafe = list(_text.unsafe_values(data, text_only=_schema.text_only))
+    unsafe = list(_text.unsafe_values(data, text_only=_schema.text_only, string_range=_schema.string_range))
     if unsafe:
         # Before the schema: a pattern would also fail on these, for the same reason, twice.
         raise fail(unsafe, data)
@@ -196,14 +196,20 @@ def merge(base: Any, override: Any) -> Any:
 
 
 MAX_EXTENDS_DEPTH = 4  # a spec, its shared defaults, and a few layers above them
+MAX_EXTENDS_FILES = 16  # distinct files one spec pulls in, all levels together
 
 
-def _extend(path: Path, data: dict[str, Any], chain: tuple[Path, ...]) -> dict[str, Any]:
+def _extend(path: Path, data: dict[str, Any], chain: tuple[Path, ...],
+            memo: dict[Path, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Resolve `extends:` (a file or a list of files beside this one; later ones win, the spec last).
 
     A name is a plain file name in the spec's own folder (no `/`, no `..`, no link leading out):
     a spec can never pull in a file from elsewhere on the machine that renders it.
+    Bounded: a name may appear once per list, each file is read and resolved once per spec
+    (`memo`: a file named by several files costs one read), and at most MAX_EXTENDS_FILES
+    distinct files are read, so a list repeated at every level is linear, not exponential.
     """
+    memo = {} if memo is None else memo
     bases = data["extends"]
     bases = [bases] if isinstance(bases, str) else bases
     child = {k: v for k, v in data.items() if k != "extends"}
@@ -212,6 +218,10 @@ def _extend(path: Path, data: dict[str, Any], chain: tuple[Path, ...]) -> dict[s
     if len(chain) > MAX_EXTENDS_DEPTH:
         raise SpecError([Problem(str(path), "extends", f"more than {MAX_EXTENDS_DEPTH} levels of extends; "
                                                        "merge the shared files")])
+    twice = next((i for i, name in enumerate(bases) if name in bases[:i]), None)
+    if twice is not None:
+        raise SpecError([Problem(str(path), f"extends[{twice}]", f"{bases[twice]} is named twice in this list; "
+                                                                 "name each file once")])
     folder = chain[0].parent
     merged: dict[str, Any] = {}
     for index, name in enumerate(bases):
@@ -220,24 +230,36 @@ def _extend(path: Path, data: dict[str, Any], chain: tuple[Path, ...]) -> dict[s
             raise SpecError([Problem(str(path), where, f"{name!r} must be a file name in the same folder, "
                                                        "such as _shared.yaml (no '/', no '..')")])
         base_path = (path.parent / name)
-        if base_path.resolve().parent != folder:
+        resolved = base_path.resolve()
+        if resolved.parent != folder:
             raise SpecError([Problem(str(path), where, f"{name} resolves outside {folder} (a link?); "
                                                        "copy the file into the folder")])
-        if base_path.resolve() in chain:
+        if resolved in chain:
             cycle = " -> ".join(p.name for p in (*chain, base_path))
             raise SpecError([Problem(str(path), where, f"{name} extends itself through {cycle}")])
-        try:
-            base = load_yaml(read_text(base_path), field_types=_schema.field_types)
-        except OSError as err:
-            raise SpecError([Problem(str(path), where, f"cannot read {base_path}: {err.strerror or err}")]) from None
-        except (YamlSyntaxError, UnreadableFile) as err:
-            raise SpecError([Problem(str(base_path), "", str(err))]) from None
-        if not isinstance(base, dict):
-            raise SpecError([Problem(str(base_path), "", "a file named in extends must be a mapping of spec keys")])
-        if "extends" in base:
-            base = _extend(base_path, base, (*chain, base_path.resolve()))
-        merged = merge(merged, base)
+        if resolved not in memo:
+            if len(memo) >= MAX_EXTENDS_FILES:
+                raise SpecError([Problem(str(path), where, f"more than {MAX_EXTENDS_FILES} files pulled in through "
+                                                           "extends; merge the shared files")])
+            memo[resolved] = _extended_file(path, where, base_path, (*chain, resolved), memo)
+        merged = merge(merged, memo[resolved])
     return merge(merged, child)
+
+
+def _extended_file(path: Path, where: str, base_path: Path, chain: tuple[Path, ...],
+                   memo: dict[Path, dict[str, Any]]) -> dict[str, Any]:
+    """One file named in extends, read with the spec reader's bounds and its own extends resolved."""
+    try:
+        base = load_yaml(read_text(base_path), field_types=_schema.field_types)
+    except OSError as err:
+        raise SpecError([Problem(str(path), where, f"cannot read {base_path}: {err.strerror or err}")]) from None
+    except (YamlSyntaxError, UnreadableFile) as err:
+        raise SpecError([Problem(str(base_path), "", str(err))]) from None
+    if not isinstance(base, dict):
+        raise SpecError([Problem(str(base_path), "", "a file named in extends must be a mapping of spec keys")])
+    if "extends" in base:
+        base = _extend(base_path, base, chain, memo)
+    return base
 
 
 _BASE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.ya?ml\Z")

@@ -18,6 +18,7 @@ import re
 
 import yaml
 
+from .._input import RENDERED_MAX_BYTES, UnreadableFile, read_bytes
 from ..errors import UserError
 from ..kube.quantity import memory_mib
 from ..spec._yaml import load_document
@@ -141,8 +142,9 @@ def read_tree(root: Path) -> dict[str, Obj]:
                 broken.append(f"{path}: {kind} in a rendered tree (not followed); remove it")
                 continue
             try:
-                obj = parse_object(path.read_bytes().decode("utf-8"))
-            except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+                obj = parse_object(read_bytes(path, max_bytes=RENDERED_MAX_BYTES,
+                                              advice="no rendered object is that large").decode("utf-8"))
+            except (OSError, UnicodeDecodeError, yaml.YAMLError, UnreadableFile) as err:
                 what = err.strerror if isinstance(err, OSError) else str(err).splitlines()[0]
                 broken.append(f"{path}: cannot read the previous render ({what}); restore it (git checkout) "
                               "or delete it, then run again")

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from .._input import RENDERED_MAX_BYTES, UnreadableFile, read_bytes
 from ..errors import UserError
 from ..spec.errors import printable
 
@@ -454,6 +455,16 @@ def replace_dir(target: Path, files: Mapping[str, Any]) -> None:
 
 # --- reading ------------------------------------------------------------------------------------
 
+
+def _bounded_text(path: Path) -> str:
+    """A file of a previous render as text; one past the bound (a 300 MB file planted in dist/) is not
+    read at all and reads as a short marker, so it shows as a change and is never held in memory."""
+    try:
+        return read_bytes(path, max_bytes=RENDERED_MAX_BYTES, advice="not a rendered file").decode(
+            "utf-8", errors="replace")
+    except UnreadableFile as err:
+        return f"\0{err}\0"
+
 NOT_A_FILE = "\0not a regular file\0"  # read_tree's value for a symlink, socket... (never followed)
 
 
@@ -480,8 +491,7 @@ def read_tree(root: Path) -> dict[str, str]:
                 if entry.is_dir(follow_symlinks=False):
                     folders.append((entry.path, rel + "/"))
                 elif entry.is_file(follow_symlinks=False):
-                    with open(entry.path, "rb") as handle:
-                        tree[rel] = handle.read().decode("utf-8", errors="replace")
+                    tree[rel] = _bounded_text(Path(entry.path))
                 else:
                     tree[rel] = NOT_A_FILE
             except OSError as err:

@@ -94,6 +94,18 @@ class WrongChart(Exception):
     """The chart found is not the one pinned (its Chart.yaml names another chart or version)."""
 
 
+class RenderTooLarge(WrongChart):
+    """A chart whose rendered output passes the preview's bounds: reported, never parsed."""
+
+
+#: What one chart's render may hold before a byte of it is parsed: the largest pinned chart
+#: (kube-prometheus-stack, its CRDs included) renders about 5 MiB in a few hundred documents;
+#: a template that repeats without bound (`range until 1000000`) would otherwise cost GiBs of
+#: parsed objects, and a second render to compare.
+RENDER_MAX_BYTES = 32 * 1024 * 1024
+RENDER_MAX_DOCUMENTS = 5000
+
+
 def _norm(version: str) -> str:
     return version[1:] if version.startswith("v") else version
 
@@ -430,12 +442,81 @@ def unstable_objects(first: dict[str, str], second: dict[str, str]) -> list[str]
     return out or ["(the manifests differ only in layout)"]
 
 
+def _check_size(source: HelmSource, manifests: dict[str, str], crds: dict[str, str]) -> None:
+    """RenderTooLarge when the templates and CRDs of one render pass RENDER_MAX_BYTES or
+    RENDER_MAX_DOCUMENTS; counted on the text, before anything is parsed or rendered again."""
+    texts = [*manifests.values(), *crds.values()]
+    size = sum(len(text) for text in texts)
+    documents = sum(len(_SEPARATOR.findall(text)) + 1 for text in texts if text.strip()) if size <= RENDER_MAX_BYTES else 0
+    if size > RENDER_MAX_BYTES or documents > RENDER_MAX_DOCUMENTS:
+        raise RenderTooLarge(f"chart {source.chart} {source.version} renders {size // 1024} KiB in "
+                             f"{documents or 'uncounted'} document(s), past the preview's bounds "
+                             f"({RENDER_MAX_BYTES // 2**20} MiB, {RENDER_MAX_DOCUMENTS} documents); not previewed "
+                             "(a template that repeats without bound?)")
+
+
+#: The process that renders one chart: Helm's template engine has no bound of its own (`range
+#: until`, `repeat` make what they are told), so it runs in a child with this much address space
+#: (the largest pinned chart, kube-prometheus-stack, peaks near 200 MB resident; Go reserves more
+#: address space than it uses) and this much time; past either, the chart is not previewed.
+RENDER_ADDRESS_SPACE = 2 * 1024 ** 3
+RENDER_SECONDS = 300
+
+_CHILD = """
+import pickle, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
+from slurmgen.review.preview.charts import WrongChart, render_here
+try:
+    result = ("ok", render_here(*pickle.loads(sys.stdin.buffer.read())))
+except WrongChart as err:
+    result = (type(err).__name__, str(err))
+except MemoryError:
+    result = ("memory", "")
+except Exception as err:
+    result = ("error", str(err) or type(err).__name__)
+sys.stdout.buffer.write(pickle.dumps(result))
+"""
+
+
 def render(source: HelmSource, path: Path, notes: list[str], kube_version: str | None = None) -> ChartRender:
+    """render_here in a child process bounded in memory and time (RENDER_ADDRESS_SPACE, RENDER_SECONDS):
+    a template that repeats without end ends in RenderTooLarge, never in GiBs of this process."""
+    helm_sdk()  # a missing SDK is one line (PreviewUnavailable) before any process starts
+    import pickle  # noqa: PLC0415  (our own child's answer, never another's)
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    package_root = str(Path(__file__).resolve().parents[3])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH"))))}
+    too_large = (f"chart {source.chart} {source.version} does not render within the preview's bounds "
+                 f"({RENDER_ADDRESS_SPACE // 2**20} MiB of memory, {RENDER_SECONDS} s); not previewed "
+                 "(a template that repeats without bound?)")
+    try:
+        run = subprocess.run([sys.executable, "-c", _CHILD, str(RENDER_ADDRESS_SPACE)],
+                             input=pickle.dumps((source, str(path), notes, kube_version)), capture_output=True,
+                             timeout=RENDER_SECONDS, env=env)
+    except subprocess.TimeoutExpired:
+        raise RenderTooLarge(too_large) from None
+    if run.returncode != 0 or not run.stdout:
+        stderr = run.stderr.decode("utf-8", errors="replace")
+        if "out of memory" in stderr or "MemoryError" in stderr or run.returncode < 0 or run.returncode == 134:
+            raise RenderTooLarge(too_large)
+        raise RuntimeError(clip(stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {run.returncode}"))
+    kind, payload = pickle.loads(run.stdout)
+    if kind == "ok":
+        return payload  # type: ignore[no-any-return]
+    if kind == "memory":
+        raise RenderTooLarge(too_large)
+    raise {"WrongChart": WrongChart, "RenderTooLarge": RenderTooLarge}.get(kind, RuntimeError)(payload)
+
+
+def render_here(source: HelmSource, path: str | Path, notes: list[str], kube_version: str | None = None) -> ChartRender:
     """Render one chart as Argo CD does (`helm template --include-crds`, release name, destination namespace).
 
     Twice: what differs between the two renders is `unstable` (Argo CD renders again at every
     manifest-cache expiry and hard refresh, and would see a change each time).
     """
+    path = Path(path)
     helm = helm_sdk()
     with helm.Chart.load(str(path)) as chart:
         if chart.name != source.chart or _norm(str(chart.version)) != _norm(source.version):
@@ -449,6 +530,7 @@ def render(source: HelmSource, path: Path, notes: list[str], kube_version: str |
         except helm.HelmValuesError as err:
             schema_errors.append(str(err).splitlines()[0])
         manifests = _render_manifests(helm, chart, source, kube_version)
+        _check_size(source, manifests, {item["filename"]: item["data"] for item in chart.crds})
         unstable = unstable_objects(manifests, _render_manifests(helm, chart, source, kube_version))
         crds = [doc for item in sorted(chart.crds, key=lambda c: c["filename"])
                 for doc in load_documents(item["data"]) if isinstance(doc, dict) and doc.get("kind")]

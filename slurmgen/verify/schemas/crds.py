@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from ..._input import UnreadableFile, read_bytes
 from ...spec._yaml import load_documents
 from .core import SchemaUnavailable
 from .patterns import compiles, go_pattern
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
+CRD_MAX_BYTES = 16 * 1024 * 1024  # upstream CRDs are up to a few MiB (kube-prometheus-stack's, Karpenter's)
 _CRD_API_VERSION = "apiextensions.k8s.io/v1"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~5x faster on 6 MB
 
@@ -177,9 +179,10 @@ def _parse(path: Path, data: bytes) -> list[Any]:
 
 
 def _read(path: Path) -> bytes:
+    """A --crd-dir file, bounded (the largest upstream CRD is a few hundred KiB)."""
     try:
-        return path.read_bytes()
-    except OSError as error:
+        return read_bytes(path, max_bytes=CRD_MAX_BYTES, advice="not a CRD file", follow_links=True)
+    except (OSError, UnreadableFile) as error:
         raise SchemaUnavailable(f"cannot read CRD file {path}: {error}") from error
 
 

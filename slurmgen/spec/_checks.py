@@ -891,7 +891,8 @@ def directory_settings(spec: dict[str, Any]) -> Iterator[Finding]:
             yield f"directory.extraSssdConf.{key}", DIRECTORY_OWNED_KEYS[key]
         else:
             try:
-                sssd.read_value(directory["extraSssdConf"][key])
+                if not holds_secret(directory["extraSssdConf"][key]):
+                    sssd.read_value(directory["extraSssdConf"][key])
             except Unreadable as err:
                 yield f"directory.extraSssdConf.{key}", str(err)
 

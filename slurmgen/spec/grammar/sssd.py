@@ -11,6 +11,8 @@ INI_MV1S_OVERWRITE, INI_PARSE_NOWRAP, ...). SSSD/ding-libs 0.6.2 ini/ini_parse.c
 - handle_kvp: the key runs to the first `=`, both trimmed with C isspace(); the value is the rest,
   trimmed; a no-break space is not isspace(), so it stays in the key or value.
 - handle_section: `[name]`.
+- ding-libs' collection refuses a key holding anything but printable ASCII (a tab, a byte >= 0x80):
+  the parse fails with EINVAL (found by tests/deep/test_consumer_grammars.py against libini_config).
 - INI_MV1S_OVERWRITE: a key given twice in a section keeps its last value.
 
 `read` gives (section, key, value, line) for every key of a file; `read_value` refuses a value we
@@ -72,7 +74,13 @@ def read(text: str) -> list[Entry]:
         key, sep, value = body.partition("=")
         if not sep or not key.strip(_SPACE):
             raise Unreadable(f"line {number}: no `key = value`, and sssd refuses the file")
-        entries.append(Entry(section, key.strip(_SPACE), value.strip(_SPACE), number))
+        key = key.strip(_SPACE)
+        if any(not " " <= c <= "~" for c in key):
+            raise Unreadable(f"line {number}: the key holds a character other than printable ASCII (a tab, a no-break "
+                             "space, a letter with an accent), and sssd refuses the file")
+        entries.append(Entry(section, key, value.strip(_SPACE), number))
+    if inside:
+        raise Unreadable("a /* comment is never closed, and sssd refuses the file")
     return entries
 
 

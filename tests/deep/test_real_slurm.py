@@ -444,7 +444,7 @@ def test_sacctmgr_stores_flat_file_text_as_the_tokenizer_reads_it(example, tmp_p
     # THEN each description is what the tokenizer reads from its line, and read_back accepts exactly the
     # texts stored as written (lowercased); every one was stored
     assert sorted(stored) == sorted(names)
-    for (name, text), line in zip(names.items(), lines[2:]):
+    for (name, text), line in zip(names.items(), lines[2:], strict=True):
         assert stored[name] == dict(sacctmgr_file.options(line))["Description"], (text, stored[name])
         try:
             sacctmgr_file.read_back("Description", text)

@@ -240,11 +240,14 @@ def unshown(data: Any) -> set[str]:
 
 
 def redact(line: str, secrets: set[str]) -> str:
-    """`line` with every string of `secrets` (and its repr) replaced by `hidden`, longest first."""
+    """`line` with every string of `secrets` (and its repr, in any case) replaced by `hidden`, longest
+    first, and every token-shaped run replaced too, wherever it came from (a rule quoting a part of a
+    value, a keyword a tokenizer read from it)."""
     for secret in sorted(secrets, key=len, reverse=True):
-        if secret in line or repr(secret) in line:
-            line = line.replace(repr(secret), hidden(secret)).replace(secret, hidden(secret))
-    return line
+        for form in (repr(secret), secret):
+            if form.casefold() in line.casefold():
+                line = re.compile(re.escape(form), re.IGNORECASE).sub(lambda _: hidden(secret), line)
+    return _TOKEN_RUN.sub(lambda m: hidden(m.group(0)) if _token_shaped(m.group(0)) else m.group(0), line)
 
 
 def scan_entry(key: str, value: Any) -> Iterator[str]:

@@ -113,5 +113,6 @@ def read_back(field: str, text: str) -> str:
         raise Unreadable("holds '\\', which sacctmgr removes as an escape (and, at the end of a line, reads as "
                          "a continuation); remove it")
     if stored != text.lower():
-        raise Unreadable(f"sacctmgr would store it as {stored!r}: remove quotes, ':', '#' and surrounding spaces")
+        raise Unreadable("sacctmgr would store it otherwise (it trims surrounding spaces, turns quotes into '`' and "
+                         "cuts at ':' or '#'); remove them")
     return stored

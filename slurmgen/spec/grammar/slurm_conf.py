@@ -81,8 +81,8 @@ def read_line(line: str) -> list[Token]:
             break
         match = _TOKEN.match(line, pos)
         if match is None:
-            rest = line[pos:].strip(_SPACE)
-            raise Unreadable(f"Slurm cannot read {rest[:40]!r} as Key=Value (a parse error that stops slurmctld)")
+            after = f"what follows {tokens[-1].key}=" if tokens else "it"
+            raise Unreadable(f"Slurm cannot read {after} as Key=Value (a parse error that stops slurmctld)")
         key, op, quoted, bare = match.groups()
         value = quoted if quoted is not None else bare
         if quoted is None and '"' in bare:

@@ -244,9 +244,10 @@ def redact(line: str, secrets: set[str]) -> str:
     first, and every token-shaped run replaced too, wherever it came from (a rule quoting a part of a
     value, a keyword a tokenizer read from it)."""
     for secret in sorted(secrets, key=len, reverse=True):
+        shown = hidden(secret)
         for form in (repr(secret), secret):
             if form.casefold() in line.casefold():
-                line = re.compile(re.escape(form), re.IGNORECASE).sub(lambda _: hidden(secret), line)
+                line = re.compile(re.escape(form), re.IGNORECASE).sub(lambda _, text=shown: text, line)
     return _TOKEN_RUN.sub(lambda m: hidden(m.group(0)) if _token_shaped(m.group(0)) else m.group(0), line)
 
 

@@ -247,7 +247,7 @@ def redact(line: str, secrets: set[str]) -> str:
         shown = hidden(secret)
         for form in (repr(secret), secret):
             if form.casefold() in line.casefold():
-                line = re.compile(re.escape(form), re.IGNORECASE).sub(lambda _, text=shown: text, line)
+                line = re.compile(re.escape(form), re.IGNORECASE).sub(shown.replace("\\", "\\\\"), line)
     return _TOKEN_RUN.sub(lambda m: hidden(m.group(0)) if _token_shaped(m.group(0)) else m.group(0), line)
 
 

@@ -884,6 +884,16 @@ def directory_settings(spec: dict[str, Any]) -> Iterator[Finding]:
     if "filter" not in access and not access["allowedGroups"]:
         yield ("directory.access", "say who may log in: an LDAP filter (access.filter) or directory groups "
                "(access.allowedGroups); otherwise every account of the directory could")
+    # Every other value we write into sssd.conf must read back as itself (grammar/sssd.py).
+    values = [(f"directory.{k}", directory.get(k)) for k in ("searchBase", "userSearchBase", "groupSearchBase", "bindDn")]
+    values += [("directory.access.filter", access.get("filter"))]
+    values += [(f"directory.access.allowedGroups[{i}]", g) for i, g in enumerate(access["allowedGroups"])]
+    for where, value in values:
+        if isinstance(value, str):
+            try:
+                sssd.read_value(value)
+            except Unreadable as err:
+                yield where, str(err)
     for key in sorted(directory["extraSssdConf"]):
         if "authtok" in key or "password" in key:
             yield f"directory.extraSssdConf.{key}", "no passwords here: the bind password is only a reference (directory.bindPassword)"

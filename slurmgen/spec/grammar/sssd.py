@@ -89,7 +89,7 @@ def read_value(value: str) -> str:
     if found := odd_space(value):
         raise Unreadable(f"holds {found}, which sssd keeps as part of the value; use a plain space")
     if value != value.strip(_SPACE):
-        raise Unreadable("starts or ends with whitespace, which sssd removes")
+        raise Unreadable("starts or ends with whitespace, which sssd removes; remove it")
     if not value:
         raise Unreadable("is empty: sssd ignores a key without a value")
     return value

@@ -71,27 +71,47 @@ def read_value(value: str) -> str:
     return value
 
 
+def strip_comment(line: str) -> str:
+    """parse_config.c _strip_comments: the line up to the first `#` not escaped by an odd number of backslashes."""
+    backslashes = 0
+    for index, char in enumerate(line):
+        if char == "#" and backslashes % 2 == 0:
+            return line[:index]
+        backslashes = backslashes + 1 if char == "\\" else 0
+    return line
+
+
+def scan(line: str) -> tuple[list[Token], int]:
+    """The `Key=Value` tokens at the start of a line (comments already cut), as keyvalue_pattern reads
+    them one after another, and the position where that reading stopped (len(line) when all of it
+    was read). Slurm stops there too: what is left is its parse error."""
+    tokens: list[Token] = []
+    pos = 0
+    while line[pos:].strip(_SPACE):
+        match = _TOKEN.match(line, pos)
+        if match is None:
+            break
+        key, op, quoted, bare = match.groups()
+        tokens.append(Token(key, quoted if quoted is not None else bare, op))
+        pos = match.end()
+        if pos < len(line) and line[pos] not in _SPACE:
+            break  # a quoted value with text right after it
+    else:
+        pos = len(line)
+    return tokens, pos
+
+
 def read_line(line: str) -> list[Token]:
     """The tokens of one line as Slurm reads it; Unreadable when it would read them differently."""
     _plain(line)
-    tokens: list[Token] = []
-    pos = 0
-    while pos < len(line):
-        if line[pos:].strip(_SPACE) == "":
-            break
-        match = _TOKEN.match(line, pos)
-        if match is None:
-            after = f"what follows {tokens[-1].key}=" if tokens else "it"
-            raise Unreadable(f"Slurm cannot read {after} as Key=Value (a parse error that stops slurmctld)")
-        key, op, quoted, bare = match.groups()
-        value = quoted if quoted is not None else bare
-        if quoted is None and '"' in bare:
-            raise Unreadable(f"the value of {key} holds '\"' that does not wrap the whole value; quote the "
+    tokens, stopped = scan(line)
+    if stopped < len(line):
+        after = f"what follows {tokens[-1].key}=" if tokens else "it"
+        raise Unreadable(f"Slurm cannot read {after} as Key=Value (a parse error that stops slurmctld)")
+    for token in tokens:
+        if '"' in token.value:  # a quoted value holds none: this one is bare, its quotes kept
+            raise Unreadable(f"the value of {token.key} holds '\"' that does not wrap the whole value; quote the "
                              "whole value or remove it")
-        tokens.append(Token(key, value, op))
-        pos = match.end()
-        if pos < len(line) and line[pos] not in _SPACE:
-            raise Unreadable(f"nothing may follow the quoted value of {key} without a space")
     if len(tokens) > 1 and tokens[0].folded not in ENTITY_KEYS:
         raise Unreadable(f"Slurm reads one Key=Value on a {tokens[0].key} line and refuses the rest; "
                          "write each on its own line")

@@ -31,6 +31,25 @@ from slurmgen.spec import secrets_scan as scan
     ("https://deploy:t0ken@github.com/o/r.git", "holds credentials in a URL (user:password@)"),
     ("https://t0kenvalue@github.com/o/r.git", "holds credentials in a URL (user:password@)"),
     ("http://admin:hunter2@prometheus:9090", "holds credentials in a URL (user:password@)"),
+    # issue 32, class 2: a value after a no-break space, `;` or `,` (what the consumer keeps), a key
+    # after a no-break space inside another value, a value on the line a consumer joins, commented out
+    ("AccountingStoragePass=\u00a0hunter2", "sets AccountingStoragePass to a literal value"),
+    ("JobCompPass=;hunter2", "sets JobCompPass to a literal value"),
+    ("AccountingStoragePass=,hunter2", "sets AccountingStoragePass to a literal value"),
+    ("SchedulerParameters=x\u00a0AccountingStoragePass=hunter2", "sets AccountingStoragePass to a literal value"),
+    ("AccountingStoragePass=\\\nhunter2", "sets AccountingStoragePass to a literal value"),
+    ("[d]\nldap_default_authtok =\n    hunter2\n", "sets ldap_default_authtok to a literal value"),
+    ("[d]\nldap_default_authtok = ;hunter2\n", "sets ldap_default_authtok to a literal value"),
+    ("[d]\n;ldap_default_authtok = hunter2\n", "sets ldap_default_authtok to a literal value"),
+    ("[d]\nldap_default_authtok\u00a0= hunter2\n", "sets ldap_default_authtok to a literal value"),
+    ("3\u00a0ldap_default_authtok = hunter2", "sets ldap_default_authtok to a literal value"),
+    ("uri x\n  bindpw ;s3cr3t\n", "sets bindpw to a literal value"),
+    # URLs read fully: query and fragment parameters, percent-decoded
+    ("https://github.com/o/r.git#access_token=abc123def", "holds credentials in a URL's query or fragment"),
+    ("https://aps/ws?auth=abcdef", "holds credentials in a URL's query or fragment"),
+    ("https://x/?%61uth=abcdef", "holds credentials in a URL's query or fragment"),
+    ("https://x/?a=1&X-Amz-Signature=abcdef0123", "holds credentials in a URL's query or fragment"),
+    ("https://x/%67hp_" + "a1B2" * 9, "holds an access token"),
 ])
 def test_secret_material_is_found(text, finding):
     assert finding in list(scan.scan_text(text))
@@ -55,6 +74,9 @@ def test_secret_material_is_found(text, finding):
     "ssh://git@github.com/o/r.git",                   # a user name, no password
     "git@github.com:o/r.git",
     "http://prometheus-operated.monitoring:9090/prom",
+    "https://github.com/o/r.git#main",                # a fragment without a credential
+    "https://x/?auth=none",
+    "PasswordAuthentication no,",                     # a type word with trailing punctuation
 ])
 def test_look_alikes_are_not_flagged(text):
     assert list(scan.scan_text(text)) == []
@@ -82,3 +104,23 @@ def test_credential_key_words():
     assert not scan.credential_key("ldap_default_authtok_type")
     assert not scan.credential_key("passwordSecret" + "Name")
     assert not scan.credential_key("Compass")
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("gpu", True), ("arn:aws:iam::111122223333:user/secrets", True), ("password", True), ("passwordSecret", True),
+    ("sha256:" + "0123456789abcdef" * 4, True), ("subnet-0123456789abcdef0", True),
+    ("password=hunter2", False), ("1 password=hunter2", False), ("token: abc", False),
+    ("aK9xQ2mZ7pL4vB8nR3tYw", False), ("ghp_" + "a1B2" * 9, False), ("https://x/?auth=abcdef", False),
+])
+def test_an_error_line_shows_only_values_proven_harmless(value, shown):
+    # GIVEN a value an error line would quote / WHEN asked whether it may / THEN only harmless ones are shown
+    assert scan.shown_value(value) is shown
+
+
+def test_redact_replaces_every_unshown_value_and_its_repr():
+    # GIVEN spec data with a secret-looking value and a token-shaped key
+    data = {"a": "password=hunter2", "aK9xQ2mZ7pL4vB8nR3tYw": 1, "b": "fine"}
+    unshown = scan.unshown(data)
+    # WHEN a line quoting both is redacted / THEN neither is left, and the harmless one stays
+    line = scan.redact("x.aK9xQ2mZ7pL4vB8nR3tYw: 'password=hunter2' and 'fine'", unshown)
+    assert "hunter2" not in line and "aK9xQ2" not in line and "'fine'" in line

@@ -366,3 +366,13 @@ def test_turning_topology_off_keeps_topology_yaml_until_the_controller_drops_it_
     assert not [line for line in lines if "cannot build slurm.conf" in line]
     assert [line.split(": ")[0] for line in lines] == ["training/slurm/nodeset-slurm-worker-h200.yaml"]
     assert "PartitionName=h200 Topology=tree: no topology tree after wave 2" in lines[0]
+
+
+def test_the_slurm_conf_reader_reads_lines_with_slurms_own_grammar():
+    # GIVEN slurm.conf lines with a quoted value, an escaped comment sign and our secret placeholder
+    from slurmgen.slurmconf.parse import parse, tokens
+    # WHEN they are read / THEN as Slurm's parse_config.c reads them (spec/grammar/slurm_conf.py)
+    assert tokens('Epilog="/opt/a b" PrologFlags=x11') == [("Epilog", "/opt/a b"), ("PrologFlags", "x11")]
+    assert tokens("NodeName=n Gres=gpu:2 # a comment") == [("NodeName", "n"), ("Gres", "gpu:2")]
+    assert tokens("StoragePass=<secret db/password> X=1") == [("StoragePass", "<secret db/password>"), ("X", "1")]
+    assert parse('PartitionName=p Nodes=a AllowGroups="x y"\n').partitions["p"][0].get("AllowGroups") == "x y"

@@ -1,13 +1,16 @@
 """slurm.conf read back into entities (global keys, partitions, NodeSets) for checks and diffs.
 
-Slurm's own parser (src/common/parse_config.c) takes whitespace-separated `Key=Value` tokens,
-keys case-insensitive, `#` to end of line a comment, and for global keys the last value wins.
+Lines are read with Slurm's own grammar (spec/grammar/slurm_conf.py, from src/common/parse_config.c):
+`Key=Value` tokens, quoted values, keys case-insensitive, `#` to end of line a comment; for global
+keys the last value wins.
 Lines starting with PartitionName=, NodeSet= or NodeName= define one entity each.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from ..spec.grammar import slurm_conf
 
 ENTITY_KEYS = ("partitionname", "nodeset", "nodename")
 
@@ -48,20 +51,28 @@ class Conf:
 
 
 def tokens(line: str) -> list[tuple[str, str]]:
-    """`Key=Value` tokens of one line, comments cut; a token without `=` keeps an empty value.
+    """`Key=Value` tokens of one line as Slurm reads them (spec/grammar/slurm_conf.py: comments cut,
+    quoted values unquoted); text Slurm cannot read as `Key=Value` is kept word by word with an
+    empty value, so a check can still name it.
 
     A value of ours that starts with `<` runs to its `>` (the `<secret NAME/KEY>` placeholder
     operator.build_slurmdbd_conf writes for the password): one value, not two broken tokens."""
-    line = line.split("#", 1)[0]
+    line = slurm_conf.strip_comment(line)
     out: list[tuple[str, str]] = []
-    words = line.split()
-    while words:
-        key, _, value = words.pop(0).partition("=")
-        if value.startswith("<") and not value.endswith(">") and any(w.endswith(">") for w in words):
-            while not value.endswith(">"):
-                value += " " + words.pop(0)
-        out.append((key, value))
-    return out
+    while line.strip():
+        read, stopped = slurm_conf.scan(line)
+        out += [(t.key, t.value) for t in read]
+        word, _, line = line[stopped:].strip().partition(" ")
+        if word:
+            key, _, value = word.partition("=")
+            out.append((key, value))
+    merged: list[tuple[str, str]] = []
+    for key, value in out:
+        if merged and merged[-1][1].startswith("<") and not merged[-1][1].endswith(">"):
+            merged[-1] = (merged[-1][0], f"{merged[-1][1]} {key}{'=' if value else ''}{value}")
+        else:
+            merged.append((key, value))
+    return merged
 
 
 def parse(text: str) -> Conf:

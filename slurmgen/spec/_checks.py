@@ -17,7 +17,9 @@ from ..kube import naming
 from ..kube.quantity import memory_mib
 from ._images import pinned_images
 from ._paths import form_problem, item_name_problem, mount_problem, within
-from ._slurm import COMMENT, slurm_key, slurm_keys
+from ._slurm import slurm_key, slurm_keys
+from . import secrets_scan
+from .grammar import Unreadable, sacctmgr_file, slurm_conf, sshd, sssd
 from ._topology import topology_rules
 from .arn import AMP_HOST, AMP_URL, role_problems
 from .model import BRIDGE_USER
@@ -254,10 +256,17 @@ def extra_conf_overrides(spec: dict[str, Any]) -> Iterator[Finding]:
             yield f"nodesets[{index}].extraSlurmdConf.{key}", f"{key} is set by the generator; use features / gpusPerPod"
 
 
+def holds_secret(text: str) -> bool:
+    """Whether the secret scan refuses this text: its line (which never shows the text) is the one to
+    give, not a grammar refusal of the same text."""
+    return any(secrets_scan.scan_text(text))
+
+
 def slurm_values(spec: dict[str, Any]) -> Iterator[Finding]:
     """The one check of what reaches Slurm's parser as free text (extra node and partition
-    parameters, extra slurm.conf lines): no `#` (a comment there drops every key after it) and no
-    key given twice in two spellings (Slurm keys ignore case; _slurm.py)."""
+    parameters, extra slurm.conf lines), read with Slurm's own grammar (grammar/slurm_conf.py): no
+    `#`, no backslash, no quote that does not wrap a value, one key per global line, and no key given
+    twice in two spellings (Slurm keys ignore case; _slurm.py)."""
     maps = [(f"nodesets[{i}].extraSlurmdConf", ns["extraSlurmdConf"]) for i, ns in enumerate(spec["nodesets"])]
     maps += [(f"partitions[{i}].extraConfig", p["extraConfig"]) for i, p in enumerate(spec["partitions"])]
     for where, params in maps:
@@ -266,14 +275,19 @@ def slurm_values(spec: dict[str, Any]) -> Iterator[Finding]:
             if slurm_key(key) in seen:
                 yield f"{where}.{key}", f"the same Slurm key as {seen[slurm_key(key)]} (Slurm keys ignore case); keep one"
             seen.setdefault(slurm_key(key), key)
-            if COMMENT in str(value):
-                yield f"{where}.{key}", _COMMENT_FIX
+            try:
+                if not holds_secret(str(value)):
+                    slurm_conf.read_value(str(value))
+            except Unreadable as err:
+                yield f"{where}.{key}", str(err)
     for index, line in enumerate(spec["controller"]["extraConf"]):
-        if COMMENT in line:
-            yield f"controller.extraConf[{index}]", _COMMENT_FIX
+        try:
+            if not holds_secret(line):
+                slurm_conf.read_line(line)
+        except Unreadable as err:
+            yield f"controller.extraConf[{index}]", str(err)
 
 
-_COMMENT_FIX = "holds '#', where Slurm starts a comment and drops every key after it; remove it"
 # sacctmgr flat files (charts/policy.py): `#` starts a comment there too (a cut line makes `sacctmgr
 # load` fatal), and the Job reads `sacctmgr -nP` output split on `|`; `'`, `:`, `"` and line breaks
 # are refused by the schema's pattern. `[slurmgen ` is the ownership mark (policy.mark) the Job
@@ -301,6 +315,11 @@ def flat_file_values(spec: dict[str, Any]) -> Iterator[Finding]:
         if special:
             yield where, (f"holds {' and '.join(repr(c) for c in special)}, which the sacctmgr flat file and the "
                           "accounts Job read as a comment or separator; remove it")
+        else:
+            try:
+                sacctmgr_file.read_back(where.rsplit(".", 1)[-1].capitalize(), text)
+            except Unreadable as err:
+                yield where, str(err)
         if OWNER_MARK in text.casefold():
             yield where, f"holds {OWNER_MARK!r}, slurmgen's mark of the entities a cluster owns; remove it"
         room = TEXT_COLUMN_BYTES - len(f" {OWNER_MARK} {spec['slurm']['clusterName']}]".encode())
@@ -312,19 +331,54 @@ def flat_file_values(spec: dict[str, Any]) -> Iterator[Finding]:
 # sshd reads `Match` blocks to the end of the file, and `Include` pulls in other files: after our
 # key-only lines either could switch passwords or root login back on for some connections
 # (sshd_config(5): "If a keyword appears in multiple Match blocks ... the first"; a Match line
-# applies until the next Match or the end). Keywords are case-insensitive.
+# applies until the next Match or the end). Keywords are read as sshd reads them (grammar/sshd.py):
+# `"Match" all` is a Match line.
 _SSHD_REFUSED = ("match", "include")
+# What slurmgen's own lines set (charts/login.py, charts/directory.py), with the aliases sshd maps to
+# the same option (servconf.c keywords[]): sshd keeps a keyword's first value, so a later line never
+# applies; it is refused rather than silently ignored.
+_SSHD_OURS = {
+    "passwordauthentication": "PasswordAuthentication", "kbdinteractiveauthentication": "KbdInteractiveAuthentication",
+    "challengeresponseauthentication": "KbdInteractiveAuthentication", "pubkeyauthentication": "PubkeyAuthentication",
+    "permitrootlogin": "PermitRootLogin", "authorizedkeyscommand": "AuthorizedKeysCommand",
+    "authorizedkeyscommanduser": "AuthorizedKeysCommandUser",
+}
 
 
 def sshd_extra_config(spec: dict[str, Any]) -> Iterator[Finding]:
-    """Refuse `Match` and `Include` in login.extraSshdConfig: only global keywords, which sshd keeps
-    first-come, so ours (before it) hold."""
+    """Refuse `Match` and `Include` in login.extraSshdConfig, the keywords slurmgen sets, and any line
+    sshd would read differently from how it looks: only global keywords, which sshd keeps first-come,
+    so ours (before it) hold."""
     text = spec["login"].get("extraSshdConfig") or ""
-    for number, line in enumerate(text.splitlines(), start=1):
-        words = line.replace("=", " ").split(None, 1)
-        if words and words[0].casefold() in _SSHD_REFUSED:
-            yield ("login.extraSshdConfig", f"line {number}: {words[0]} is refused: it would apply after slurmgen's "
+    if holds_secret(text):
+        return  # the secret scan's line says it, without the text
+    in_match = False  # the lines of a (refused) Match block are said with it
+    for number, raw in enumerate(text.split("\n"), start=1):
+        try:
+            line = sshd.read_line(raw, number)
+        except Unreadable as err:
+            yield "login.extraSshdConfig", f"line {number}: {err}"
+            continue
+        if line is None:
+            continue
+        if line.key in _SSHD_REFUSED:
+            in_match = in_match or line.key == "match"
+            yield ("login.extraSshdConfig", f"line {number}: {line.keyword} is refused: it would apply after slurmgen's "
                    "lines and could re-enable passwords or root login; use global keywords only")
+        elif line.key in _SSHD_OURS and not in_match:
+            yield ("login.extraSshdConfig", f"line {number}: {line.keyword} is set by slurmgen, and sshd keeps the first "
+                   "value, so this line would never apply; remove it (root login: directory.ssh.rootLogin)")
+
+
+def sssd_conf_file(spec: dict[str, Any]) -> Iterator[Finding]:
+    """login.sssdConf is read by sssd's own parser (grammar/sssd.py): a line it refuses stops sssd."""
+    text = spec["login"].get("sssdConf") or ""
+    if holds_secret(text):
+        return  # the secret scan's line says it, without the text
+    try:
+        sssd.read(text)
+    except Unreadable as err:
+        yield "login.sssdConf", str(err)
 
 
 def fair_share_needs_accounting(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -875,11 +929,27 @@ def directory_settings(spec: dict[str, Any]) -> Iterator[Finding]:
     if "filter" not in access and not access["allowedGroups"]:
         yield ("directory.access", "say who may log in: an LDAP filter (access.filter) or directory groups "
                "(access.allowedGroups); otherwise every account of the directory could")
+    # Every other value we write into sssd.conf must read back as itself (grammar/sssd.py).
+    values = [(f"directory.{k}", directory.get(k)) for k in ("searchBase", "userSearchBase", "groupSearchBase", "bindDn")]
+    values += [("directory.access.filter", access.get("filter"))]
+    values += [(f"directory.access.allowedGroups[{i}]", g) for i, g in enumerate(access["allowedGroups"])]
+    for where, value in values:
+        if isinstance(value, str):
+            try:
+                sssd.read_value(value)
+            except Unreadable as err:
+                yield where, str(err)
     for key in sorted(directory["extraSssdConf"]):
         if "authtok" in key or "password" in key:
             yield f"directory.extraSssdConf.{key}", "no passwords here: the bind password is only a reference (directory.bindPassword)"
         elif key in DIRECTORY_OWNED_KEYS:
             yield f"directory.extraSssdConf.{key}", DIRECTORY_OWNED_KEYS[key]
+        else:
+            try:
+                if not holds_secret(directory["extraSssdConf"][key]):
+                    sssd.read_value(directory["extraSssdConf"][key])
+            except Unreadable as err:
+                yield f"directory.extraSssdConf.{key}", str(err)
 
 
 def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
@@ -1143,6 +1213,7 @@ RULES: tuple[Rule, ...] = (
     slurm_values,
     flat_file_values,
     sshd_extra_config,
+    sssd_conf_file,
     extra_conf_overrides,
     fair_share_needs_accounting,
     reservations_match_capacity_type,
@@ -1190,6 +1261,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     slurm_values: ("nodesets", "partitions", "controller"),
     flat_file_values: ("policy", "slurm"),
     sshd_extra_config: ("login",),
+    sssd_conf_file: ("login",),
     extra_conf_overrides: ("nodesets", "partitions"),
     fair_share_needs_accounting: ("scheduling", "accounting"),
     reservations_match_capacity_type: ("nodesets",),

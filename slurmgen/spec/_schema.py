@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import jsonschema_rs
 
+from . import secrets_scan
 from .errors import dotted
 
 SCHEMA_FILE = "cluster.schema.json"
@@ -453,6 +454,8 @@ SHORT = 80  # characters of a value echoed in a message: enough to recognise it,
 
 def short(value: Any) -> str:
     """repr() of a value, cut to SHORT characters, so one problem stays one readable line."""
+    if isinstance(value, str) and not secrets_scan.shown_value(value):
+        return secrets_scan.hidden(value)
     text = repr(value)
     return text if len(text) <= SHORT else f"{text[:SHORT]}…"
 

@@ -116,8 +116,12 @@ def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[st
         # Every finding leaves here: index paths become the item names the user wrote, with the line
         # that writes the field. A field this file does not write gets its parent's line, unless the
         # spec extends another file (the field may come from there).
+        # No line shows a value or key it has not proven harmless (secrets_scan.shown_value): a schema
+        # error on `password=…`, an unknown key shaped like a token, say how long it is instead.
         lines = field_lines(text) if data is not None else None
-        return SpecError(Problem(source, name_keyed(p, data), m, lines.line(p, nearest=not extends) if lines else None)
+        unshown = secrets_scan.unshown(data) if data is not None else set()
+        return SpecError(Problem(source, secrets_scan.redact(name_keyed(p, data), unshown), secrets_scan.redact(m, unshown),
+                                 lines.line(p, nearest=not extends) if lines else None)
                          for p, m in findings)
 
     try:

@@ -418,3 +418,38 @@ def test_the_wait_hooks_hold_their_wave_until_the_daemon_answers(example):
     up = cluster.job_pod(_local_wait(ctld_job, cluster.ctld_port), {}).run("wait", timeout=60)
     assert up.returncode == 0 and "slurmctld answers" in up.stdout, up.stdout + up.stderr
 
+
+
+# Descriptions as a spec could write them (the schema already refuses quotes, ':' and line breaks):
+# what sacctmgr's flat-file reader keeps, trims, unescapes or lowercases (grammar/sacctmgr_file.py).
+FLAT_FILE_TEXTS = ["plain words", "Mixed Case", "a\\b", "x\\ y", "  lead", "trail  ", "a;b", "a,b", "a/b", "a=b",
+                   "a`b", "a\u00a0b", "tab\there", "gres/gpu x", "a|b", "100%", "ends in \\\\"]
+
+
+def test_sacctmgr_stores_flat_file_text_as_the_tokenizer_reads_it(example, tmp_path):
+    from slurmgen.spec.grammar import Unreadable, odd_space, sacctmgr_file
+    # GIVEN a running cluster and a flat file with one account per description, as charts/policy.py writes it
+    cluster, rendered = example("flatfile")
+    assert bootstrap(cluster, rendered).returncode == 0
+    cluster.start_ctld()
+    names = {f"ff{i}": text for i, text in enumerate(FLAT_FILE_TEXTS)}
+    lines = ["Cluster - 'flatfile':Fairshare=1", "Parent - 'root'"]
+    lines += [f"Account - '{name}':Description='{text}':Organization='org':Fairshare=1" for name, text in names.items()]
+    flat = tmp_path / "accounts.cfg"
+    flat.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # WHEN sacctmgr loads it
+    cluster.run("sacctmgr", "-i", "load", f"file={flat}", timeout=120)
+    stored = dict(line.split("|", 1) for line in _db(cluster, "account", "where", f"names={','.join(names)}",
+                                                      "format=account,description"))
+    # THEN each description is what the tokenizer reads from its line, and read_back accepts exactly the
+    # texts stored as written (lowercased); every one was stored
+    assert sorted(stored) == sorted(names)
+    for (name, text), line in zip(names.items(), lines[2:], strict=True):
+        assert stored[name] == dict(sacctmgr_file.options(line))["Description"], (text, stored[name])
+        try:
+            sacctmgr_file.read_back("Description", text)
+            accepted = True
+        except Unreadable:
+            accepted = False
+        # (a no-break space is kept as written, and refused because it looks like a plain space)
+        assert accepted == (stored[name] == text.lower()) or odd_space(text), (text, stored[name])

@@ -1284,7 +1284,7 @@ READS: dict[Rule, tuple[str, ...]] = {
     paths: ("storage", "directory", "login", "accounting", "secrets"),
     pinned_images: ("versions", "images", "nodesets", "topology", "bridge"),
     no_labels_of_others: ("metrics",),
-    policy_users_are_people: ("policy", "directory"),
+    policy_users_are_people: ("policy", "directory", "bridge"),
     directory_ids_not_root: ("directory",),
     bridge_rules: ("bridge", "partitions", "nodesets", "policy", "accounting", "gitops", "slurm", "monitoring"),
 }

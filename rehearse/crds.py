@@ -3,7 +3,8 @@
 The files in rehearse/crds/ are the pinned upstream CRD files byte for byte (full schemas with their
 CEL rules, defaults and scope): the same files, at the same paths, that
 slurmgen/verify/schemas/crd_sources.json pins by url, commit and sha256. That list is their
-provenance; each file is checked against its sha256 before it is installed. (The generator's
+provenance; each file is checked against its sha256 before it is installed, and
+`python -m slurmgen.verify.schemas.sources verify rehearse/crds` checks the folder. (The generator's
 vendored schemas are a converted, strict form without CEL, so the rehearsal does not use them.)
 """
 
@@ -23,8 +24,6 @@ from .client import ApiClient
 CRD_DIR = Path(__file__).resolve().parent / "crds"
 SOURCES = Path(__file__).resolve().parents[1] / "slurmgen" / "verify" / "schemas" / "crd_sources.json"
 CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-#: pinned in crd_sources.json but not installed: the generator renders no ApplicationSet (1.4 MB)
-NOT_VENDORED = {"argocd/applicationset-crd.yaml"}
 
 
 class CrdError(RuntimeError):
@@ -48,8 +47,6 @@ def load() -> list[Crd]:
     """Every vendored CRD, each file checked against the sha256 that crd_sources.json pins."""
     found: list[Crd] = []
     for entry in json.loads(SOURCES.read_text())["files"]:
-        if entry["path"] in NOT_VENDORED:
-            continue
         path = CRD_DIR / entry["path"]
         if not path.is_file():
             raise CrdError(f"{path}: missing (crd_sources.json pins it; copy the upstream file at {entry['url']})")

@@ -1,0 +1,64 @@
+"""The rehearsal on a real kube-apiserver: every tests/specs cluster is accepted, and a hand-made
+invalid object in a committed tree is refused, named with its file and the API server's words."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import EXAMPLES, REPO
+
+
+@pytest.mark.parametrize("name", [p.stem for p in EXAMPLES])
+def test_every_spec_cluster_is_accepted_by_the_api_server(name, dist_tree, server):
+    from rehearse.play import play
+
+    # GIVEN the tests' spec rendered into a dist/ tree
+    # WHEN every object is applied with server-side dry-run
+    outcome = play(server.client, dist_tree / name, lambda _msg: None)
+    # THEN the API server accepts each one (schema, CEL, defaulting, admission)
+    refusals = [f"{o.file.relative_to(dist_tree)} ({o.label}): {m}" for o, m in outcome.refused]
+    assert refusals == []
+    assert len(outcome.accepted) == sum(1 for _ in (dist_tree / name).rglob("*.yaml"))
+    assert server.version.startswith("v1.34.")
+
+
+def _nodepool_file(tree: Path) -> Path:
+    return sorted(tree.rglob("nodepool-*.yaml"))[0]
+
+
+# Argo CD applies a directory Application's objects with kubectl's client-side apply, unless the
+# object's sync-options annotation asks for server-side apply: the rehearsal plays both paths.
+@pytest.mark.parametrize("server_side", [False, True], ids=["client-side-apply", "server-side-apply"])
+def test_a_nodepool_outside_its_enum_fails_the_rehearsal_and_is_named(server_side, dist_tree, bin_dir, tmp_path):
+    # GIVEN a committed tree in which one NodePool's consolidationPolicy was edited by hand
+    name = "dev"
+    dist = tmp_path / "dist"
+    shutil.copytree(dist_tree / name, dist / name)
+    broken = _nodepool_file(dist / name)
+    pool = yaml.safe_load(broken.read_text())
+    pool["spec"]["disruption"]["consolidationPolicy"] = "WhenIdle"
+    if server_side:
+        pool["metadata"].setdefault("annotations", {})["argocd.argoproj.io/sync-options"] = "ServerSideApply=true"
+    broken.write_text(yaml.safe_dump(pool, sort_keys=False))
+    # WHEN `make rehearse` plays it (the command line, as a user runs it)
+    run = subprocess.run([sys.executable, "-m", "rehearse", "--dist", str(dist), "--cluster", name],
+                         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ})
+    # THEN it fails, naming the file, the object, the field and the API server's words
+    assert run.returncode == 1, run.stderr
+    refused = [line for line in run.stdout.splitlines() if line.startswith("  REFUSED ")]
+    assert len(refused) == 1, run.stdout
+    assert str(broken) in refused[0] and f"NodePool {pool['metadata']['name']}" in refused[0]
+    assert 'spec.disruption.consolidationPolicy: Unsupported value: "WhenIdle"' in refused[0]
+    # AND the cluster's line counts it
+    line = run.stdout.splitlines()[-1]
+    total = sum(1 for _ in (dist / name).rglob("*.yaml"))
+    assert re.fullmatch(rf"rehearse {name}: {total - 1} objects accepted by kube-apiserver v1\.34\.\d+ \(dry-run\), "
+                        r"1 refused, \d+\.\ds", line), line

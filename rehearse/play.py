@@ -17,7 +17,7 @@ from typing import Any
 from .client import APPLY_PATCH, ApiClient
 from .tree import TreeObject, read_cluster
 
-#: the field managers Argo CD v3.5.1's controller and kubectl use (gitops-engine, kubectl apply)
+#: the field managers of Argo CD v3.5.1's server-side apply (common.ArgoCDSSAManager) and of kubectl's client-side apply
 SSA_MANAGER = "argocd-controller"
 CSA_MANAGER = "kubectl-client-side-apply"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -83,13 +83,14 @@ def dry_run(client: ApiClient, obj: TreeObject, res: Resource) -> tuple[bool, st
     if namespace:
         body["metadata"]["namespace"] = namespace
     collection = object_path(obj, res, namespace)
+    query = {"dryRun": "All", "fieldValidation": "Strict" if obj.validate else "Ignore"}
     if obj.server_side:
         reply = client.request("PATCH", f"{collection}/{urllib.parse.quote(obj.name)}", body, content_type=APPLY_PATCH,
-                               query={"dryRun": "All", "fieldManager": SSA_MANAGER, "force": "true"})
+                               query={**query, "fieldManager": SSA_MANAGER, "force": "true"})
     else:
         annotations = body["metadata"].setdefault("annotations", {})
         annotations[LAST_APPLIED] = json.dumps(body, separators=(",", ":"), sort_keys=True) + "\n"
-        reply = client.request("POST", collection, body, query={"dryRun": "All", "fieldManager": CSA_MANAGER})
+        reply = client.request("POST", collection, body, query={**query, "fieldManager": CSA_MANAGER})
     return reply.ok, reply.message, reply.warnings
 
 

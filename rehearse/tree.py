@@ -5,7 +5,9 @@ Argo CD v3.5.1 applies with `kubectl apply` logic (client-side, which writes the
 last-applied-configuration annotation) unless the Application's syncOptions or the object's
 `argocd.argoproj.io/sync-options` annotation say ServerSideApply=true (docs/user-guide/sync-options.md
 at that tag). An object no Application syncs (bootstrap/, argocd/) is applied by hand with
-`kubectl apply`, as docs/bootstrap.md says.
+`kubectl apply`, as docs/bootstrap.md says. Either way the API server checks fields strictly
+(kubectl's and gitops-engine's default, pkg/utils/kube/resource_ops.go at v3.5.1: an unknown field
+is an error) unless the sync option Validate=false, on the Application or the object, turns it off.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class Owner:
     path: PurePosixPath
     namespace: str
     server_side: bool
+    validate: bool
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class TreeObject:
     owner: str  # the Application syncing it, or "bootstrap (kubectl apply)"
     default_namespace: str  # for a namespaced object without metadata.namespace
     server_side: bool
+    validate: bool  # fieldValidation=Strict; False with the sync option Validate=false
 
     @property
     def api_version(self) -> str:
@@ -66,9 +70,12 @@ def read_cluster(folder: Path) -> list[TreeObject]:
     objects = []
     for path, doc in docs:
         owner = _owner_of(path.parent.relative_to(folder.parent), owners)
-        server_side = _server_side(doc, owner.server_side if owner else False)
+        words = _sync_options(doc)
+        server_side = "ServerSideApply=true" in words or (
+            "ServerSideApply=false" not in words and owner is not None and owner.server_side)
+        validate = "Validate=false" not in words and (owner is None or owner.validate)
         objects.append(TreeObject(path, doc, owner.name if owner else "bootstrap (kubectl apply)",
-                                  owner.namespace if owner else "default", server_side))
+                                  owner.namespace if owner else "default", server_side, validate))
     return objects
 
 
@@ -80,7 +87,8 @@ def _owners(doc: dict[str, Any]) -> list[Owner]:
     sources = spec.get("sources") or [spec.get("source") or {}]
     options = (spec.get("syncPolicy") or {}).get("syncOptions") or []
     namespace = (spec.get("destination") or {}).get("namespace") or "default"
-    return [Owner(doc["metadata"]["name"], PurePosixPath(src["path"]), namespace, "ServerSideApply=true" in options)
+    return [Owner(doc["metadata"]["name"], PurePosixPath(src["path"]), namespace, "ServerSideApply=true" in options,
+                  "Validate=false" not in options)
             for src in sources if src.get("path")]
 
 
@@ -94,12 +102,7 @@ def _owner_of(relative: Path, owners: list[Owner]) -> Owner | None:
     return None
 
 
-def _server_side(doc: dict[str, Any], default: bool) -> bool:
-    """The object's own sync-options annotation wins over its Application's (Argo CD's rule)."""
+def _sync_options(doc: dict[str, Any]) -> set[str]:
+    """The object's own `argocd.argoproj.io/sync-options` words: they win over its Application's."""
     options = str(((doc.get("metadata") or {}).get("annotations") or {}).get(SYNC_OPTIONS, ""))
-    words = {w.strip() for w in options.split(",")}
-    if "ServerSideApply=true" in words:
-        return True
-    if "ServerSideApply=false" in words:
-        return False
-    return default
+    return {w.strip() for w in options.split(",") if w.strip()}

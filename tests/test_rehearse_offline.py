@@ -57,13 +57,15 @@ def test_each_object_takes_its_applications_namespace_and_apply_mode(tmp_path):
         kind: Job
         metadata:
           name: b
-          annotations: {argocd.argoproj.io/sync-options: "Prune=false,ServerSideApply=false"}
+          annotations: {argocd.argoproj.io/sync-options: "Prune=false,ServerSideApply=false,Validate=false"}
         """)
     # WHEN the rehearsal reads it
     objects = {o.name: o for o in read_cluster(tmp_path / "c")}
     # THEN slurm/ objects belong to c-slurm, default to ns-x, and apply server-side unless opted out
     assert (objects["a"].owner, objects["a"].default_namespace, objects["a"].server_side) == ("c-slurm", "ns-x", True)
     assert (objects["b"].owner, objects["b"].server_side) == ("c-slurm", False)
+    # AND fields are checked strictly (Argo CD's default) unless the object says Validate=false
+    assert (objects["a"].validate, objects["b"].validate) == (True, False)
     # AND the root syncs apps/ (client-side), while bootstrap/ is applied by hand with kubectl
     assert (objects["c-slurm"].owner, objects["c-slurm"].server_side) == ("c-root", False)
     assert objects["c-root"].owner == "bootstrap (kubectl apply)"

@@ -62,3 +62,26 @@ def test_a_nodepool_outside_its_enum_fails_the_rehearsal_and_is_named(server_sid
     total = sum(1 for _ in (dist / name).rglob("*.yaml"))
     assert re.fullmatch(rf"rehearse {name}: {total - 1} objects accepted by kube-apiserver v1\.34\.\d+ \(dry-run\), "
                         r"1 refused, \d+\.\ds", line), line
+
+
+@pytest.mark.parametrize("validate", [True, False], ids=["strict", "Validate=false"])
+def test_an_unknown_field_is_refused_unless_the_object_turns_validation_off(validate, dist_tree, server, tmp_path):
+    from rehearse.play import play
+
+    # GIVEN a tree in which one NodeSet carries a field its CRD does not declare (a typo of a key)
+    shutil.copytree(dist_tree / "dev", tmp_path / "dev")
+    path = sorted((tmp_path / "dev").rglob("nodeset-*.yaml"))[0]
+    nodeset = yaml.safe_load(path.read_text())
+    nodeset["spec"]["replica"] = 1
+    if not validate:
+        nodeset["metadata"].setdefault("annotations", {})["argocd.argoproj.io/sync-options"] = "Validate=false"
+    path.write_text(yaml.safe_dump(nodeset, sort_keys=False))
+    # WHEN it is played
+    outcome = play(server.client, tmp_path / "dev", lambda _msg: None)
+    # THEN Argo CD's default (strict field validation) refuses it, naming the field; Validate=false lets it through
+    refused = {o.file: m for o, m in outcome.refused}
+    if validate:
+        assert list(refused) == [path]
+        assert 'unknown field "spec.replica"' in refused[path]
+    else:
+        assert refused == {}

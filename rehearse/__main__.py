@@ -81,13 +81,20 @@ def run(dist: Path, names: list[str]) -> int:
     return 0 if refused == 0 else 1
 
 
+def _terminated(_signum: int, _frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C: every process started is stopped on the way out."""
+    say("terminated: stopping every process started")
+    sys.exit(143)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rehearse", description=__doc__.splitlines()[0])
     parser.add_argument("--cluster", action="append", default=[], help="a cluster folder under --dist (repeatable)")
     parser.add_argument("--dist", type=Path, default=REPO / "dist", help="the rendered tree (default: dist/)")
     args = parser.parse_args(argv)
     # Ctrl-C raises KeyboardInterrupt; SIGTERM likewise unwinds, so every process started is stopped
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
+    signal.signal(signal.SIGTERM, _terminated)
     names = [n for arg in args.cluster for n in arg.split(",") if n]
     try:
         return run(args.dist.resolve(), names)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -85,3 +87,39 @@ def test_an_unknown_field_is_refused_unless_the_object_turns_validation_off(vali
         assert 'unknown field "spec.replica"' in refused[path]
     else:
         assert refused == {}
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Pids whose command line contains `text` (Linux /proc)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text.encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupted_rehearsal_stops_every_process_it_started(signum, dist_tree, bin_dir):
+    # GIVEN a rehearsal whose etcd and kube-apiserver are starting
+    run = subprocess.Popen([sys.executable, "-m", "rehearse", "--dist", str(dist_tree), "--cluster", "dev"],
+                           cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert run.stderr is not None
+    workdir = ""
+    for line in run.stderr:
+        workdir = re.search(r"data in (\S+)\)", line).group(1) if "data in" in line else workdir
+        if "starting kube-apiserver" in line:
+            break
+    deadline = time.monotonic() + 30
+    while len(_processes_mentioning(workdir)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert workdir and len(_processes_mentioning(workdir)) == 2
+    # WHEN it is interrupted
+    run.send_signal(signum)
+    rest = run.communicate(timeout=60)[1]
+    # THEN it says so, and neither process nor its folder is left
+    assert run.returncode == (130 if signum == signal.SIGINT else 143), rest
+    assert _processes_mentioning(workdir) == []
+    assert not Path(workdir).exists()

@@ -95,7 +95,7 @@ def build(force: bool = False) -> Path:
         step = time.monotonic()
         say(f"building {name} (go build {PROGRAMS[name]}; a cold kube-apiserver takes many minutes on 2 cores)")
         tmp = bin_dir / f".{name}.{os.getpid()}.tmp"
-        _go([go, "build", "-trimpath", "-ldflags", ldflags(), "-o", str(tmp), PROGRAMS[name]], env)
+        _go([go, "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags(), "-o", str(tmp), PROGRAMS[name]], env)
         tmp.replace(bin_dir / name)
         say(f"built {bin_dir / name} ({time.monotonic() - step:.0f}s)")
     say(f"build done in {time.monotonic() - started:.0f}s")

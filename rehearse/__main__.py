@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import build, cluster, crds, play
+from . import build, cluster, crds, play, tree
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,11 +65,13 @@ def run(dist: Path, names: list[str]) -> int:
     except (build.BuildError, crds.CrdError) as exc:
         say(str(exc))
         return 1
+    kinds = {obj.group_kind for folder in folders for obj in tree.read_cluster(folder)}
+    wanted = crds.needed(vendored, kinds)
     refused = 0
     try:
         with cluster.api_server(bin_dir, say) as server:
-            say(f"installing {len(vendored)} CRDs from rehearse/crds/")
-            crds.install(server.client, vendored)
+            say(f"installing the {len(wanted)} CRDs (of {len(vendored)} in rehearse/crds/) that the tree needs")
+            crds.install(server.client, wanted)
             for folder in folders:
                 outcome = play.play(server.client, folder, say)
                 print(report(folder.name, outcome, server.version), flush=True)

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,11 @@ class TreeObject:
         return str(self.body.get("kind", ""))
 
     @property
+    def group_kind(self) -> tuple[str, str]:
+        """(API group, kind): "" is the core group."""
+        return (self.api_version.rpartition("/")[0], self.kind)
+
+    @property
     def name(self) -> str:
         return str(self.body.get("metadata", {}).get("name", ""))
 
@@ -65,7 +71,7 @@ class TreeObject:
 def read_cluster(folder: Path) -> list[TreeObject]:
     """Every object under `folder` (dist/<cluster>/), in file order, each with its owner's decisions."""
     docs = [(path, doc) for path in sorted(folder.rglob("*.yaml"))
-            for doc in yaml.safe_load_all(path.read_text()) if isinstance(doc, dict)]
+            for doc in yaml.load_all(path.read_text(), Loader=_LOADER) if isinstance(doc, dict)]
     owners = [owner for _, doc in docs for owner in _owners(doc)]
     objects = []
     for path, doc in docs:

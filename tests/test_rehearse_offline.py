@@ -23,6 +23,9 @@ def test_the_rehearsal_crds_are_the_pinned_upstream_files_and_nothing_else():
     assert {(c.body["spec"]["group"], c.body["spec"]["names"]["kind"]) for c in loaded} >= {
         ("karpenter.sh", "NodePool"), ("slinky.slurm.net", "NodeSet"), ("argoproj.io", "Application"),
         ("argoproj.io", "AppProject")}
+    # AND a tree gets the CRDs of its own kinds, and Argo CD's (its bootstrap), no more
+    assert sorted(c.group_kind for c in crds.needed(loaded, {("karpenter.sh", "NodePool"), ("", "ConfigMap")})) == [
+        ("argoproj.io", "AppProject"), ("argoproj.io", "Application"), ("karpenter.sh", "NodePool")]
 
 
 def _write(root: Path, rel: str, text: str) -> None:

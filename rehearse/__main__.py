@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 from . import build, cluster, crds, play, tree
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,6 +36,8 @@ def clusters_in(dist: Path, wanted: list[str]) -> list[Path]:
     """The cluster folders to play: those named, or every folder of `dist` that holds YAML."""
     if wanted:
         return [dist / name for name in wanted]
+    if not dist.is_dir():
+        return []
     return sorted(p for p in dist.iterdir() if p.is_dir() and any(p.rglob("*.yaml")))
 
 
@@ -65,7 +69,11 @@ def run(dist: Path, names: list[str]) -> int:
     except (build.BuildError, crds.CrdError) as exc:
         say(str(exc))
         return 1
-    kinds = {obj.group_kind for folder in folders for obj in tree.read_cluster(folder)}
+    try:
+        kinds = {obj.group_kind for folder in folders for obj in tree.read_cluster(folder)}
+    except yaml.YAMLError as exc:
+        say(f"a file of the tree is not YAML: {exc}")
+        return 1
     wanted = crds.needed(vendored, kinds)
     refused = 0
     try:
@@ -76,7 +84,7 @@ def run(dist: Path, names: list[str]) -> int:
                 outcome = play.play(server.client, folder, say)
                 print(report(folder.name, outcome, server.version), flush=True)
                 refused += len(outcome.refused)
-    except (cluster.StartError, crds.CrdError) as exc:
+    except (RuntimeError, OSError) as exc:  # a start that failed, a CRD refused, the server gone
         say(str(exc))
         return 1
     say(f"done in {time.monotonic() - started:.1f}s")

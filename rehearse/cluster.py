@@ -9,6 +9,7 @@ key is fresh for each run (rehearse-keys). Flags and defaults: docs/rehearse.md.
 from __future__ import annotations
 
 import ctypes
+import json
 import secrets
 import signal
 import socket
@@ -40,6 +41,7 @@ class ApiServer:
     client: ApiClient
     version: str
     workdir: Path
+    kubeconfig: Path  # for the components a later stage runs against it (controllers, Argo CD, kwok)
 
 
 def free_port() -> int:
@@ -144,7 +146,19 @@ def api_server(bin_dir: Path, say) -> Iterator[ApiServer]:
         _wait(lambda: _readyz(client), apiserver, "kube-apiserver", log)
         version = str(client.get("/version").body.get("gitVersion", "unknown"))
         say(f"kube-apiserver {version} ready ({time.monotonic() - started:.1f}s)")
-        yield ApiServer(client, version, work)
+        yield ApiServer(client, version, work, write_kubeconfig(work / "kubeconfig", client.base, ca, token))
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, token: str) -> Path:
+    """A kubeconfig for the admin user (JSON, which is YAML), mode 0600: what any other component
+    of the rehearsal, or a person debugging it, points at the API server."""
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "rehearse",
+              "clusters": [{"name": "rehearse", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+              "users": [{"name": "rehearse-admin", "user": {"token": token}}],
+              "contexts": [{"name": "rehearse", "context": {"cluster": "rehearse", "user": "rehearse-admin"}}]}
+    path.touch(mode=0o600)
+    path.write_text(json.dumps(config, indent=1) + "\n")
+    return path
 
 
 def _readyz(client: ApiClient) -> bool:

@@ -3,6 +3,7 @@ invalid object in a committed tree is refused, named with its file and the API s
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -123,3 +124,20 @@ def test_an_interrupted_rehearsal_stops_every_process_it_started(signum, dist_tr
     assert run.returncode == (130 if signum == signal.SIGINT else 143), rest
     assert _processes_mentioning(workdir) == []
     assert not Path(workdir).exists()
+
+
+def test_the_kubeconfig_reaches_the_api_server_as_the_admin(server):
+    from rehearse.client import ApiClient
+
+    # GIVEN the kubeconfig a later component (a controller, Argo CD) would be given
+    config = json.loads(server.kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    # WHEN a client is built from it alone
+    client = ApiClient(cluster["server"], config["users"][0]["user"]["token"], Path(cluster["certificate-authority"]))
+    # THEN it is served on loopback, trusted through the server's own certificate, and may do anything (RBAC)
+    assert cluster["server"].startswith("https://127.0.0.1:")
+    review = client.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": "*", "group": "*", "resource": "*"}}})
+    assert review.ok and review.body["status"]["allowed"] is True
+    assert oct(server.kubeconfig.stat().st_mode & 0o777) == "0o600"

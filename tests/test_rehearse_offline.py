@@ -82,3 +82,24 @@ def test_the_build_cache_is_outside_the_repository_and_keyed_by_go_and_the_modul
     # AND another Go version gives another key (the module's files are the same)
     assert build.cache_key("go1.26.8") != build.cache_key("go1.26.9")
     assert build.cache_key("go1.26.8") == build.cache_key("go1.26.8")
+
+
+def test_the_pinned_kubernetes_is_one_patch_everywhere_and_the_minor_the_specs_target():
+    import re
+
+    from tests.conftest import EXAMPLES
+
+    # GIVEN the rehearsal's go.mod
+    gomod = (build.UPSTREAM / "go.mod").read_text()
+    kubernetes = re.search(r"^\s+k8s\.io/kubernetes (v1\.(\d+)\.(\d+))$", gomod, re.M)
+    assert kubernetes is not None
+    _, minor, patch = kubernetes.groups()
+    # THEN every staging module is replaced by its release of the same patch (v0.<minor>.<patch>)
+    replaced = re.findall(r"^\s+(k8s\.io/[\w-]+) => (k8s\.io/[\w-]+) (v\S+)$", gomod, re.M)
+    assert len(replaced) >= 20
+    assert {(a == b, v) for a, b, v in replaced} == {(True, f"v0.{minor}.{patch}")}
+    # AND the version stamp the build sets is that release
+    assert build.KUBERNETES_VERSION == kubernetes.group(1)
+    # AND it is the minor the tests' specs target (aws.kubernetesVersion)
+    targeted = {re.search(r'kubernetesVersion: "?([\d.]+)', p.read_text()).group(1) for p in EXAMPLES}
+    assert targeted == {f"1.{minor}"}

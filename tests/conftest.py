@@ -94,6 +94,11 @@ def example(rendered):
     return rendered["example"].files
 
 
+#: the environment the tests were started in, before _private_render_cache: where the user's own caches
+#: are (the rehearsal's built programs are one: tests/rehearse/ reuse them rather than build them again)
+USER_ENVIRON = dict(os.environ)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _private_render_cache(tmp_path_factory):
     """The caches of a test session are fresh folders, never the user's: the render cache

@@ -24,8 +24,10 @@ def bin_dir() -> Path:
     """The folder of the built etcd, kube-apiserver and rehearse-keys (built now when missing)."""
     from rehearse import build
 
-    try:
-        return build.build()
+    from tests.conftest import USER_ENVIRON
+
+    try:  # the programs `make rehearse-build` built, in the user's cache (the tests' own cache is private)
+        return build.build(root=build.cache_root(USER_ENVIRON))
     except build.GoUnavailable as exc:
         reason = f"rehearsal: needs Go and the Go module proxy: {exc}"
         if REQUIRE_REHEARSAL:

@@ -17,7 +17,7 @@ from ..catalog.sizing import threads_per_core
 from ..kube.vocabulary import SYNC_OPTIONS, SYNC_WAVE
 from ..slurmconf.operator import Effective, Tree, Unresolved, controllers, effective, nodesets_for, parse_conf_kv, slurm_nodeset_name
 from ..slurmconf.parse import Entity, parse, tokens
-from ..spec._yaml import load_document
+from ..kube.documents import load_document
 
 Obj = dict[str, Any]
 

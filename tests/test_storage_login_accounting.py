@@ -20,19 +20,6 @@ def of_kind(files, kind):
 
 # -- FSx ---------------------------------------------------------------------------------------
 
-def test_static_fsx_is_a_retained_flock_pv_bound_to_our_claim(rendered):
-    files = rendered["example"].files
-    pv = files["storage/persistentvolume-example-fsx.yaml"]["spec"]
-    pvc = files["storage/persistentvolumeclaim-fsx.yaml"]
-    assert pv["persistentVolumeReclaimPolicy"] == "Retain" and pv["mountOptions"] == ["flock"]
-    assert pv["csi"] == {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-0123456789abcdef0",
-                         "volumeAttributes": {"dnsname": "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
-                                              "mountname": "abcdefgh"}}
-    assert pv["claimRef"] == {"namespace": "slurm", "name": "fsx"}
-    assert pvc["spec"]["volumeName"] == "example-fsx" and pvc["spec"]["accessModes"] == ["ReadWriteMany"]
-    assert pvc["spec"]["resources"]["requests"]["storage"] == pv["capacity"]["storage"] == "2400Gi"
-
-
 def test_dynamic_fsx_storage_class(rendered):
     files = rendered["training"].files
     sc = files["storage/storageclass-training-fsx.yaml"]
@@ -119,19 +106,6 @@ def test_sshd_is_key_only_and_keys_come_from_the_spec(rendered):
 
 
 # -- Secrets -----------------------------------------------------------------------------------
-
-def test_generated_secrets_are_created_once_and_never_overwritten(rendered):
-    files = rendered["example"].files
-    for name, key in (("slurm-auth-slurm", "slurm.key"), ("slurm-auth-jwt", "jwt.key"),
-                      ("mariadb-password", "password"), ("mariadb-root", "password")):
-        external = files[f"secrets/externalsecret-{name}.yaml"]["spec"]
-        generator = files[f"secrets/password-{name}.yaml"]["spec"]
-        assert external["refreshPolicy"] == "CreatedOnce"
-        assert {k: v for k, v in external["target"].items() if k != "template"} == {
-            "name": name, "creationPolicy": "Orphan", "immutable": True}
-        assert external["dataFrom"][0]["sourceRef"]["generatorRef"]["name"] == name
-        assert generator["secretKeys"] == [key] and generator["symbols"] == 0  # no '#': slurmdbd.conf comment
-
 
 def test_key_secrets_sync_before_the_controller(rendered):
     apps = {o["metadata"]["name"]: int(o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])

@@ -1,0 +1,41 @@
+"""One chart at a time, as cdk8s-plus tests its constructs (`Testing.chart()`, explicit field checks).
+
+`unit(ChartClass, **changes)` parses the minimal spec with `changes` merged in (tests/spec_builder.py),
+plans it (slurmgen/plan) and builds only that chart in a `cdk8s.Testing.app()`: no other chart, no
+Argo CD layer, no verify stage. It returns the chart's objects by `<kind>/<name>`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from cdk8s import Testing
+
+from charts.unit import UnitChart
+from slurmgen.plan.nodesets import plan_cluster
+from slurmgen.spec import ClusterSpec, parse_text
+from tests.spec_builder import spec_text
+
+Obj = dict[str, Any]
+
+
+def model(**changes: Any) -> ClusterSpec:
+    """The minimal spec with `changes` (spec_builder.spec_text keywords), parsed and checked."""
+    return parse_text("t.yaml", spec_text(**changes))
+
+
+def build(chart_class: type[UnitChart], spec: ClusterSpec) -> dict[str, Obj]:
+    """`chart_class` built alone from `spec` and its plan: {"<Kind>/<name>": object}."""
+    app = Testing.app()
+    if "plans" in inspect.signature(chart_class.__init__).parameters:  # compute, the Slurm cluster
+        chart = chart_class(app, spec, plan_cluster(spec))  # type: ignore[call-arg]
+    else:
+        chart = chart_class(app, spec)  # type: ignore[call-arg]
+    objects = Testing.synth(chart)
+    return {f"{o['kind']}/{o['metadata']['name']}": o for o in objects}
+
+
+def unit(chart_class: type[UnitChart], **changes: Any) -> dict[str, Obj]:
+    """build() of the minimal spec with `changes`."""
+    return build(chart_class, model(**changes))

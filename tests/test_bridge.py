@@ -143,16 +143,6 @@ def test_slurm_bridge_values_field_by_field(rendered):
 
 # --- the objects in the Slurm unit ---------------------------------------------------------------
 
-def test_token_makes_the_secret_the_chart_reads(rendered):
-    token = rendered["training"].files["slurm/token-slurm-bridge-token.yaml"]
-    assert (token["apiVersion"], token["kind"]) == ("slinky.slurm.net/v1beta1", "Token")
-    assert token["metadata"]["namespace"] == "slurm"
-    assert token["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "3"  # after the Controller (2)
-    assert token["spec"] == {"username": "slurm", "jwtKeyRef": {"name": "slurm-auth-jwt", "key": "jwt.key"},
-                             "secretRef": {"name": "slurm-bridge-token", "key": "auth-token"},
-                             "lifetime": "8760h", "refresh": True}
-
-
 def test_labeler_is_wired_to_the_bridged_nodesets(rendered):
     files = rendered["training"].files
     dep = files["slurm/deployment-slurm-bridge-labeler.yaml"]

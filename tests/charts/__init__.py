@@ -8,7 +8,7 @@ Argo CD layer, no verify stage. It returns the chart's objects by `<kind>/<name>
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Callable
 
 from cdk8s import Testing
 
@@ -39,3 +39,11 @@ def build(chart_class: type[UnitChart], spec: ClusterSpec) -> dict[str, Obj]:
 def unit(chart_class: type[UnitChart], **changes: Any) -> dict[str, Obj]:
     """build() of the minimal spec with `changes`."""
     return build(chart_class, model(**changes))
+
+
+def part(emitter: Callable[..., None], spec: ClusterSpec, *args: Any) -> dict[str, Obj]:
+    """What one emitter (charts/policy.emit_policy, topology.emit_labeler, ...) adds to an empty chart
+    (`cdk8s.Testing.chart()`), called as emitter(chart, spec, *args): {"<Kind>/<name>": object}."""
+    chart = Testing.chart()
+    emitter(chart, spec, *args)
+    return {f"{o['kind']}/{o['metadata']['name']}": o for o in Testing.synth(chart)}

@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import yaml
+
 from charts.compute import ComputeChart
 from tests.charts import unit
+from tests.conftest import assert_golden
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "charts"
+
+
+def test_the_minimal_compute_chart_matches_its_snapshot():
+    # GIVEN the minimal spec / WHEN the compute chart is built alone
+    objects = unit(ComputeChart)
+    # THEN its objects are the reviewed snapshot (SLURMGEN_UPDATE_GOLDEN=1 rewrites it: review the diff)
+    assert_golden(yaml.safe_dump_all(objects.values(), sort_keys=True), GOLDEN / "compute-minimal.yaml")
 
 
 def test_a_nodeset_gets_one_node_class_and_one_pool_and_nothing_else():

@@ -127,18 +127,6 @@ def test_no_secret_value_anywhere_in_dist(dist_tree):
 
 # -- Accounting --------------------------------------------------------------------------------
 
-def test_in_cluster_mariadb_has_the_settings_slurmdbd_needs(rendered):
-    files = rendered["example"].files
-    mariadb = files["database/mariadb-mariadb.yaml"]["spec"]
-    for line in ("innodb_lock_wait_timeout=900", "innodb_snapshot_isolation=OFF", "innodb_buffer_pool_size=4096M",
-                 "innodb_log_file_size=1024M", "max_allowed_packet=256M"):
-        assert f"{line}\n" in mariadb["myCnf"]
-    assert mariadb["passwordSecretKeyRef"] == {"name": "mariadb-password", "key": "password", "generate": False}
-    assert mariadb["storage"] == {"size": "50Gi", "storageClassName": "gp3"}
-    storage = files["slurm/accounting-slurm.yaml"]["spec"]["storageConfig"]
-    assert storage["host"] == "mariadb" and storage["passwordKeyRef"] == {"name": "mariadb-password", "key": "password"}
-
-
 def test_external_database_is_used_as_given(rendered):
     files = rendered["training"].files
     assert not any(rel.startswith("database/") or "mariadb-operator" in rel for rel in files)

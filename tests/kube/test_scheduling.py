@@ -24,6 +24,7 @@ TAINT = {"key": "nvidia.com/gpu", "effect": "NoSchedule"}  # Karpenter's GPU tai
     ({"key": "nvidia.com/gpu", "value": "true"}, TAINT, False),
     ({"key": "nvidia.com/gpu", "operator": "Exists"}, {**TAINT, "value": "x"}, True),
     ({"operator": "Exists"}, TAINT, True),  # no key, Exists: every taint
+    ({"operator": "Equal", "value": ""}, TAINT, True),  # no key matches any key (the API refuses this one)
     ({"operator": "Exists", "effect": "NoExecute"}, TAINT, False),  # another effect
     ({"key": "other", "operator": "Exists"}, TAINT, False),
     ({"key": "nvidia.com/gpu", "operator": "Gt", "value": "1"}, {**TAINT, "value": "2"}, False),  # gated: off

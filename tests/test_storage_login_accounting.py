@@ -21,19 +21,6 @@ def of_kind(files, kind):
 
 # -- FSx ---------------------------------------------------------------------------------------
 
-def test_dynamic_fsx_storage_class(rendered):
-    files = rendered["training"].files
-    sc = files["storage/storageclass-training-fsx.yaml"]
-    assert sc["provisioner"] == "fsx.csi.aws.com" and sc["reclaimPolicy"] == "Retain" and sc["mountOptions"] == ["flock"]
-    assert sc["parameters"] == {"subnetId": "subnet-0a1b2c3d4e5f60718", "securityGroupIds": "sg-0123456789abcdef0",
-                                "deploymentType": "PERSISTENT_2", "perUnitStorageThroughput": "500",
-                                "fileSystemTypeVersion": "2.15", "dataCompressionType": "LZ4",
-                                "automaticBackupRetentionDays": "7", "dailyAutomaticBackupStartTime": "03:00",
-                                "copyTagsToBackups": "true"}
-    assert all(isinstance(v, str) for v in sc["parameters"].values())
-    assert files["storage/persistentvolumeclaim-fsx.yaml"]["spec"]["storageClassName"] == "training-fsx"
-
-
 def test_every_stateful_object_is_never_pruned_or_deleted(rendered):
     kinds = set()
     for cluster in rendered.values():

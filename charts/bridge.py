@@ -24,7 +24,8 @@ from constructs import Construct
 
 from slurmgen.kube import naming
 from slurmgen.kube.vocabulary import SKIP_DRY_RUN, SYNC_OPTIONS
-from slurmgen.plan.nodesets import NODEPOOL_LABEL, NodeSetPlan
+from slurmgen.kube.vocabulary import NODEPOOL_LABEL
+from slurmgen.plan.nodesets import NodeSetPlan
 from slurmgen.spec import ClusterSpec
 from slurmgen.spec.model import BRIDGE_USER
 from ._objects import emit, wave

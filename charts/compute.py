@@ -17,7 +17,8 @@ from constructs import Construct
 from slurmgen.kube import naming
 from slurmgen.kube import waves
 from slurmgen.catalog.efa_layout import nodeset_efa_layout
-from slurmgen.plan.nodesets import ARCH_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NodeSetPlan
+from slurmgen.kube.vocabulary import INSTANCE_TYPE_LABEL
+from slurmgen.plan.nodesets import ARCH_LABEL, CAPACITY_TYPE_LABEL, NodeSetPlan
 from slurmgen.spec import ClusterSpec
 from ._objects import emit, wave
 from .storage import STARTUP_TAINT

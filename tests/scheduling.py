@@ -1,7 +1,7 @@
 """Chart values as Helm merges them, for tests: the pinned defaults (vendored) overlaid with our valuesObject.
 
 The scheduling rules themselves (`node_labels`, `selects`, `tolerates`) live in
-`slurmgen/review/preview/placement.py`, which `--preview` applies to the pods the charts really render.
+`slurmgen/kube/scheduling.py`, which `--preview` and the synth-time placement proof apply too.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from slurmgen.review.preview.placement import helm_merge as merge
-from slurmgen.review.preview.placement import node_labels, selects, tolerates  # noqa: F401  (re-exported for tests)
+from slurmgen.kube.scheduling import node_labels, selects, tolerates  # noqa: F401  (re-exported for tests)
 
 
 # Keys of subcharts whose values.yaml is not in the pinned copies (kube-prometheus-stack 88.5.3 depends

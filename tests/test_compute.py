@@ -1,4 +1,5 @@
-"""Karpenter objects of the larger example (clusters/training.yaml): limits, disruption, reservations, one slurmd per node."""
+"""Compute across the example clusters: zones beside FSx, device plugins, slurmd resources (each chart alone:
+tests/charts/test_compute.py)."""
 
 from __future__ import annotations
 
@@ -12,59 +13,6 @@ def obj(rendered, cluster, rel):
     return rendered[cluster].files[rel]
 
 
-def test_limits_are_the_capacity_of_the_nodes_the_replicas_need(rendered):
-    # GIVEN 16 whole-node p5.48xlarge replicas
-    pool = obj(rendered, "training", "compute/nodepool-training-h100.yaml")["spec"]
-    # THEN the pool may never hold more than 16 such nodes
-    assert pool["limits"] == {"nodes": "16", "cpu": "3072", "memory": f"{2048 * 1024 * 16}Mi", "nvidia.com/gpu": "128"}
-
-
-def test_one_slurmd_per_instance_holds_every_device_and_the_pool_stops_at_max_nodes():
-    # GIVEN 2 replicas of g6e.48xlarge (8 GPUs, 4 EFA) with maxNodes 4
-    spec = parse_text("t.yaml", spec_text(
-        nodeset={"instanceType": "g6e.48xlarge", "efa": True, "replicas": 2, "maxNodes": 4}))
-    [cluster] = render([spec])
-    pool = cluster.files["compute/nodepool-t-gpu.yaml"]["spec"]
-    nodeset = cluster.files["slurm/nodeset-slurm-worker-gpu.yaml"]["spec"]
-    # THEN the pool stops at 4 nodes, and each slurmd (one per node, the operator's anti-affinity kept)
-    # holds all 8 GPUs and 4 EFA interfaces and offers them all to Slurm
-    assert pool["limits"]["nodes"] == "4" and pool["limits"]["nvidia.com/gpu"] == "32"
-    assert "oversubscribeNode" not in nodeset
-    limits = nodeset["slurmd"]["resources"]["limits"]
-    assert limits["nvidia.com/gpu"] == "8" and limits["vpc.amazonaws.com/efa"] == "4"
-    assert "Gres=gpu:l40s:8" in nodeset["extraConf"].split(" ")
-
-
-def test_disruption_never_interrupts_a_job(rendered):
-    seen = {"NodePool": 0, "NodeSet": 0}
-    for cluster in rendered.values():
-        for rel, o in cluster.files.items():
-            if o["kind"] == "NodePool":
-                assert o["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty", rel
-                assert o["spec"]["template"]["spec"]["expireAfter"] == "Never", rel
-            if o["kind"] == "NodeSet":
-                assert o["spec"]["template"]["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
-            seen[o["kind"]] = seen.get(o["kind"], 0) + 1
-    # one NodePool per nodeset, and the loop did check them
-    assert seen["NodePool"] == seen["NodeSet"] == sum(len(c.spec.nodesets) for c in rendered.values())
-
-
-def test_capacity_block_nodeset_selects_its_reservation(rendered):
-    pool = obj(rendered, "training", "compute/nodepool-training-h200.yaml")["spec"]
-    node_class = obj(rendered, "training", "compute/ec2nodeclass-training-h200.yaml")["spec"]
-    assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]} in pool["template"]["spec"]["requirements"]
-    assert node_class["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]
-
-
-def test_node_class_is_pinned_and_uses_local_nvme(rendered):
-    node_class = obj(rendered, "training", "compute/ec2nodeclass-training-h100.yaml")["spec"]
-    assert node_class["amiSelectorTerms"] == [{"alias": "al2023@v20260724"}]
-    assert node_class["instanceStorePolicy"] == "RAID0"
-    assert node_class["role"] == "KarpenterNodeRole-ml-training"
-    assert node_class["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "ml-training"}}]
-    assert node_class["metadataOptions"]["httpTokens"] == "required"
-
-
 def test_zones_pin_every_pool_but_a_nodeset_with_zones_of_its_own(rendered):
     # GIVEN training: FSx and compute.zones in us-east-1a; the spot nodeset l4 lists us-east-1a and us-east-1b
     pools = {rel: o for rel, o in rendered["training"].files.items() if o["kind"] == "NodePool"}
@@ -74,16 +22,6 @@ def test_zones_pin_every_pool_but_a_nodeset_with_zones_of_its_own(rendered):
         # THEN each pool requires exactly its zones: the nodeset's own list is kept beside FSx
         assert {"key": "topology.kubernetes.io/zone", "operator": "In", "values": zones} in \
             o["spec"]["template"]["spec"]["requirements"], rel
-
-
-def test_neuron_pool_is_tainted_and_tolerated(rendered):
-    pool = obj(rendered, "training", "compute/nodepool-training-trn2.yaml")["spec"]
-    nodeset = obj(rendered, "training", "slurm/nodeset-slurm-worker-trn2.yaml")["spec"]
-    assert pool["template"]["spec"]["taints"] == [{"key": "aws.amazon.com/neuron", "effect": "NoSchedule"}]
-    assert nodeset["template"]["spec"]["tolerations"] == [
-        {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}]
-    assert nodeset["slurmd"]["resources"]["limits"]["aws.amazon.com/neuron"] == "16"
-    assert "Gres=gpu:16" in nodeset["extraConf"].split()  # gpu/nrt detects and fences them (tests/test_neuron_gres.py)
 
 
 def test_device_plugins_only_where_needed(rendered):

@@ -14,20 +14,6 @@ from tests.spec_builder import spec_text
 GOLDEN = Path(__file__).parent / "golden"
 
 
-def test_spot_backfill_scales_with_the_queue_down_to_zero(example):
-    so = example["slurm/scaledobject-slurm-worker-spot.yaml"]["spec"]
-    # GIVEN the spot nodeset with autoscale {min: 0, max: 8}
-    assert so["scaleTargetRef"] == {"apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet", "name": "slurm-worker-spot"}
-    assert (so["minReplicaCount"], so["maxReplicaCount"]) == (0, 8) and "idleReplicaCount" not in so
-    # THEN one prometheus trigger sizes it in nodes wanted, with AverageValue 1 and a fallback that never scales in
-    [trigger] = so["triggers"]
-    assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
-    assert trigger["metadata"]["threshold"] == "1"
-    assert so["fallback"]["behavior"] == "currentReplicasIfHigher"
-    # AND the NodeSet starts at zero replicas
-    assert example["slurm/nodeset-slurm-worker-spot.yaml"]["spec"]["replicas"] == 0
-
-
 def test_query_counts_busy_nodes_plus_pending_demand_of_the_nodesets_partitions(example):
     query = example["slurm/scaledobject-slurm-worker-spot.yaml"]["spec"]["triggers"][0]["metadata"]["query"]
     # busy: nodes of this nodeset (spot-0, spot-1, ...) running anything: keeps replicas up while jobs run
@@ -81,24 +67,6 @@ def test_flat_file_orders_qos_before_cluster_and_parents_before_children(rendere
             assert line.split("'")[1] in defined, line
         if line.startswith("Account - "):
             defined.add(line.split("'")[1])
-
-
-def test_policy_job_is_an_idempotent_post_sync_hook(rendered):
-    example = rendered["example"].files
-    job = example["slurm/job-slurm-accounts-load.yaml"]
-    annotations = job["metadata"]["annotations"]
-    assert annotations["argocd.argoproj.io/hook"] == "PostSync"
-    assert annotations["argocd.argoproj.io/hook-delete-policy"] == "BeforeHookCreation"
-    spec = job["spec"]
-    assert spec["backoffLimit"] <= 10 and spec["ttlSecondsAfterFinished"] > 0 and spec["activeDeadlineSeconds"] > 0
-    script = spec["template"]["spec"]["containers"][0]["command"][2]
-    assert 'sacctmgr -i load file="$cfg/accounts.cfg"' in script
-    assert "clean" not in script  # `load clean` would drop and re-create every association
-    assert "sacctmgr -i delete account" in script  # removals: tests/deep/test_real_slurm.py
-    # AND the file it loads is the spec's policy as a flat file, with QoS, accounts and users
-    loaded = example["slurm/configmap-slurm-accounts.yaml"]["data"]["accounts.cfg"]
-    assert loaded == flat_file(rendered["example"].spec)
-    assert "QOS - 'scavenger'" in loaded and "User - 'carol'" in loaded
 
 
 def test_slurm_conf_follows_the_policy(example):

@@ -101,28 +101,6 @@ def test_a_store_exists_for_the_bind_password_in_the_clusters_region(clusters):
     assert "secrets/password-slurm-auth-slurm.yaml" in clusters["ldap"]
 
 
-def test_login_and_every_slurmd_pod_get_the_same_sssd_conf_and_ca(clusters):
-    files = clusters["ldap"]
-    login = files["slurm/loginset-slurm-login.yaml"]["spec"]
-    nodesets = of_kind(files, "NodeSet")
-    assert len(nodesets) == 2
-    # THEN the LoginSet names the rendered Secret
-    assert login["sssdConfRef"] == {"name": "slurm-sssd-conf", "key": "sssd.conf"}
-    # AND every NodeSet enables ssh with the same Secret (the operator mounts sssd.conf into slurmd only then)
-    for ns in nodesets:
-        assert ns["spec"]["ssh"]["enabled"] is True
-        assert ns["spec"]["ssh"]["sssdConfRef"] == login["sssdConfRef"]
-    # AND the CA is mounted read-only at the path sssd.conf names, in login and slurmd containers
-    ca_volume = {"name": "directory-ca", "secret": {"secretName": "corp-ldap-ca", "defaultMode": 0o444,
-                                                    "items": [{"key": "ca.crt", "path": "ca.pem"}]}}
-    ca_mount = {"name": "directory-ca", "mountPath": "/etc/slurmgen/directory-ca", "readOnly": True}
-    pods = [(login["template"]["spec"], login["login"])] + [(ns["spec"]["template"]["spec"], ns["spec"]["slurmd"]) for ns in nodesets]
-    for pod, container in pods:
-        assert ca_volume in pod["volumes"] and ca_mount in container["volumeMounts"]
-        # AND the FSx homes are mounted beside it
-        assert {"name": "fsx", "mountPath": "/fsx"} in container["volumeMounts"]
-
-
 def test_the_ad_ca_comes_from_a_config_map(clusters):
     login = clusters["ad"]["slurm/loginset-slurm-login.yaml"]["spec"]
     assert {"name": "directory-ca", "configMap": {"name": "corp-ad-ca", "defaultMode": 0o444,

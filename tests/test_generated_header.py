@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from slurmgen.cli import main
-from slurmgen.spec._yaml import load_document
+from slurmgen.kube.documents import load_document
 from slurmgen.verify import guards
 from slurmgen.write.output import header, read_tree, spec_label
 

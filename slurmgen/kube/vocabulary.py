@@ -17,3 +17,8 @@ PRUNE_LAST = "PruneLast=true"
 LBC = "service.beta.kubernetes.io/aws-load-balancer-"
 
 # The Argo CD health checks the sync waves need are in health.py (Lua sources in lua/).
+
+# Node labels the pods select on: the well-known instance-type label (kubelet sets it) and Karpenter's
+# NodePool label (karpenter.sh/nodepool on every node a NodePool launches).
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"

@@ -16,9 +16,8 @@ from ..catalog.mixed import interchangeable, pod_resources_for
 from ..catalog.sizing import DaemonSetReserve, PodShape, SizingError, format_node_conf, lookup, slurm_node_conf
 from ..spec import ClusterSpec, NodeSetSpec
 from ..spec.model import Toleration
+from ..kube.vocabulary import INSTANCE_TYPE_LABEL, NODEPOOL_LABEL
 
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 ARCH_LABEL = "kubernetes.io/arch"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"

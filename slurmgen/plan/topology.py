@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from ..kube import naming
+from ..kube.vocabulary import NODEPOOL_LABEL
 from ..spec import ClusterSpec
 from ..spec.model import BlockTopology
 
 ANNOTATION = "topology.slinky.slurm.net/spec"  # slurm-operator v1.2.1 api/v1beta1/well_known.go
 TREE_ROOT = "ec2"
 LAYERS = tuple(f"topology.k8s.aws/network-node-layer-{i}" for i in range(1, 5))
-POOL_LABEL = "karpenter.sh/nodepool"
 INTERVAL_SECONDS = 30
 
 
@@ -98,7 +98,7 @@ def labeler_config(spec: ClusterSpec) -> dict[str, Any]:
     return {
         "pools": sorted(naming.nodepool(spec.name, ns.name) for ns in spec.nodesets),
         "annotation": ANNOTATION,
-        "poolLabel": POOL_LABEL,
+        "poolLabel": NODEPOOL_LABEL,
         "interval": INTERVAL_SECONDS,
         "tree": {"topology": "tree", "root": TREE_ROOT, "layers": list(LAYERS), "pools": tree_pools}
         if topo.tree else None,

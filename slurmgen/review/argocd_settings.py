@@ -23,7 +23,7 @@ import yaml
 
 from ..write.output import dump
 from ..kube.health import CHECKS, argocd_cm_data
-from ..spec._yaml import load_document
+from ..kube.documents import load_document
 
 FORMS = ("plain", "helm", "operator")
 def settings(form: str, namespace: str = "argocd") -> str:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..kube.naming import NODESET_LABEL
-from ..plan.nodesets import BRIDGE_TAINT, NODEPOOL_LABEL
+from ..kube.vocabulary import NODEPOOL_LABEL
+from ..plan.nodesets import BRIDGE_TAINT
 
 Obj = dict[str, Any]
 Tree = Mapping[str, Obj]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..catalog.catalog import InstanceType
+from ..kube.vocabulary import NODEPOOL_LABEL
 
 if TYPE_CHECKING:  # summary imports this module; the type is only for the checker
     from .summary import NodeSetCapacity
@@ -105,7 +106,7 @@ def _pools(tree: Tree) -> dict[str, Obj]:
     for obj in tree.values():
         if obj.get("kind") == "NodeSet":
             pod = obj["spec"]["template"]["spec"]
-            pool = pools.get((pod.get("nodeSelector") or {}).get("karpenter.sh/nodepool", ""))
+            pool = pools.get((pod.get("nodeSelector") or {}).get(NODEPOOL_LABEL, ""))
             if pool is not None:
                 out[pod["hostname"].rstrip("-")] = pool
     return out

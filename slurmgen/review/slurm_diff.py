@@ -14,7 +14,7 @@ import yaml
 
 from ..slurmconf.operator import SLURM_CONF, Effective, Tree, Unresolved, effective
 from ..slurmconf.parse import Entity, parse, tokens
-from ..spec._yaml import load_document
+from ..kube.documents import load_document
 
 SCHEDULING = ("priority", "preempt", "select", "sched", "defmem", "maxmem", "oversubscribe", "gres", "task",
               "proctrack", "overtime", "killwait", "inactivelimit", "minjobage", "maxjobcount", "suspend", "resume")

@@ -49,7 +49,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from .._input import UnreadableFile, read_text
 from ..catalog.catalog import SITE_CSV_MAX_BYTES
 from ..write.output import spec_label, unsafe_relative_path
-from ..spec._yaml import YamlSyntaxError, load_yaml
+from ..spec import YamlSyntaxError, load_yaml
 from ..user_cache import user_cache_root
 
 FORMAT = 5  # bump when the entry layout changes (3: the validated spec data; 4: the shared names; 5: HMAC)

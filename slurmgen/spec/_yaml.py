@@ -1,4 +1,4 @@
-"""A strict, bounded YAML reader for specs.
+"""A strict, bounded YAML reader for specs (files that are not specs: slurmgen/kube/documents.py).
 
 PyYAML's safe loader, but: a repeated key is an error (not a silent overwrite); keys are plain
 strings; and before anything is built, one streaming pass over the parser's events caps what a
@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 
 from .._input import MAX_BYTES, UnreadableFile, decode, read_text
+from ..kube.documents import BoundExceeded, Bounds, walk_events
 
-__all__ = ["MAX_BYTES", "DocumentError", "UnreadableFile", "YamlSyntaxError", "decode", "field_lines",
-           "load_document", "load_documents", "load_yaml", "read_text"]
+__all__ = ["MAX_BYTES", "UnreadableFile", "YamlSyntaxError", "decode", "field_lines", "load_yaml", "read_text"]
 
 MAX_DEPTH = 32  # nested mappings/lists; the schema's deepest path is under 10
 MAX_ALIASES = 100  # `*ref` uses in one file
@@ -77,7 +77,7 @@ def load_yaml(text: str, *, field_types: FieldTypes | None = None) -> Any:
     if len(text) > MAX_BYTES:
         raise YamlSyntaxError(f"longer than {MAX_BYTES // 1024} KiB; a spec is a few KiB", None, None)
     try:
-        _check_bounds(text, SPEC_BOUNDS, field_types)
+        _check_bounds(text, field_types)
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
     except YamlSyntaxError:
         raise
@@ -110,118 +110,42 @@ def _fail(message: str, mark: Any) -> YamlSyntaxError:
     return YamlSyntaxError(message, mark.line + 1 if mark else None, mark.column + 1 if mark else None)
 
 
-@dataclass(frozen=True)
-class Bounds:
-    """What one YAML stream may cost: nesting, aliases, nodes once aliases are expanded, digits of a number."""
-
-    depth: int = MAX_DEPTH
-    aliases: int = MAX_ALIASES
-    nodes: int = MAX_EXPANDED_NODES
-    number_chars: int = MAX_NUMBER_CHARS
-    yaml11_readings: bool = True  # refuse plain 010 (octal 8), 1:30 (base 60: 90), yes (true): see yaml11_reading
+SPEC_BOUNDS = Bounds(depth=MAX_DEPTH, aliases=MAX_ALIASES, nodes=MAX_EXPANDED_NODES, number_chars=MAX_NUMBER_CHARS)
 
 
-SPEC_BOUNDS = Bounds()
-# Files that are not specs (rendered objects in dist/, the summary's base, Chart.yaml and values.yaml
-# of a --preview chart folder, --crd-dir schemas): CRD schemas nest ~60 levels and run to megabytes,
-# numbers stay below int()'s 4,300 digits; aliases are as rare as in a spec.
-DOCUMENT_BOUNDS = Bounds(depth=256, aliases=MAX_ALIASES, nodes=5_000_000, number_chars=4000,
-                       yaml11_readings=False)
-
-
-class DocumentError(yaml.YAMLError):
-    """A YAML file that is not a spec could not be read within DOCUMENT_BOUNDS (one line); a
-    yaml.YAMLError, so every reader's existing `except yaml.YAMLError` reports it."""
-
-
-def load_documents(text: str, *, bounds: Bounds = DOCUMENT_BOUNDS) -> list[Any]:
-    """Every document of a YAML stream that is not a spec, read within `bounds` by libyaml's safe
-    loader (repeated keys keep the last, as Kubernetes and Helm do). The one reader of such files."""
+def _check_bounds(text: str, field_types: FieldTypes | None = None) -> None:
+    """The bounded pass over the parser's events (slurmgen/kube/documents.walk_events) with the
+    spec's own refusals: YAML 1.1 readings (010, 1:30, yes) and numbers in text fields. A syntax
+    error names the last field read before it, with a hint for the usual causes (see _syntax_error)."""
+    place = _Place()
     try:
-        _check_bounds(text, bounds)
-        return list(yaml.load_all(text, Loader=_DocumentLoader))  # noqa: S506 - safe loader subclass
-    except YamlSyntaxError as err:
-        raise DocumentError(str(err)) from None
+        walk_events(text, SPEC_BOUNDS, _SpecEvents(place, field_types))
+    except BoundExceeded as err:
+        raise _fail(err.message, err.mark) from None
     except yaml.MarkedYAMLError as err:
-        raise DocumentError(str(_one_line(err))) from None
-    except (ValueError, TypeError, OverflowError, RecursionError) as err:
-        raise DocumentError(f"a value cannot be read ({type(err).__name__}: {err})"[:300]) from None
-
-
-def load_document(text: str, *, bounds: Bounds = DOCUMENT_BOUNDS) -> Any:
-    """The single document of a file that is not a spec (None when empty); DocumentError past `bounds`."""
-    docs = load_documents(text, bounds=bounds)
-    if len(docs) > 1:
-        raise DocumentError(f"{len(docs)} YAML documents; expected one")
-    return docs[0] if docs else None
-
-
-class _DocumentLoader(_Loader):  # type: ignore[misc,valid-type]
-    """libyaml's safe loader; a bare `=` is the string "=" (PyYAML's 'value' tag has no constructor)."""
-
-
-_DocumentLoader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
-
-
-def _check_bounds(text: str, bounds: Bounds = SPEC_BOUNDS, field_types: FieldTypes | None = None) -> None:
-    """One pass over the parser's events: refuse deep nesting, alias bombs and huge numbers.
-
-    Each open collection counts the nodes it holds as expanded (an alias adds its anchor's whole
-    count), so the total is known without ever building the expansion. In a spec, a syntax error
-    names the last field read before it, with a hint for the usual causes (see _syntax_error).
-    """
-    place = _Place() if bounds.yaml11_readings else _NOWHERE  # only a spec's refusals name a field
-    try:
-        _walk_events(text, bounds, place, field_types)
-    except yaml.MarkedYAMLError as err:
-        if place is _NOWHERE:
-            raise
         raise _syntax_error(err, text, place) from None
 
 
-def _walk_events(text: str, bounds: Bounds, place: "_Place", field_types: FieldTypes | None) -> None:
-    depth = 0
-    aliases = 0
-    total = 0
-    sizes: dict[str, int] = {}
-    stack: list[tuple[str | None, int]] = []  # (anchor, expanded total when the collection opened)
-    for event in yaml.parse(text, Loader=_Loader):
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            place.open(isinstance(event, yaml.MappingStartEvent), bool(event.flow_style), event.start_mark)
-            depth += 1
-            if depth > bounds.depth:
-                raise _fail(f"nested deeper than {bounds.depth} levels; a spec is at most a few levels deep",
-                            event.start_mark)
-            stack.append((event.anchor, total))
-            total += 1
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            place.close()
-            depth -= 1
-            anchor, start = stack.pop()
-            if anchor is not None:
-                sizes[anchor] = total - start
-        elif isinstance(event, yaml.ScalarEvent):
-            total += 1
-            if event.anchor is not None:
-                sizes[event.anchor] = 1
-            if not event.style and len(event.value) > bounds.number_chars and _is_number(event.value):
-                raise _fail(f"a number of {len(event.value)} characters; at most {bounds.number_chars} "
-                            "(quote it if it is text)", event.start_mark)
-            if bounds.yaml11_readings and not event.style:
-                refusal = _plain_refusal(event.value, place, field_types)
-                if refusal:
-                    raise _fail(refusal, event.start_mark)
-            place.node(event.value, event.start_mark)
-        elif isinstance(event, yaml.AliasEvent):
-            place.node(None, event.start_mark)
-            aliases += 1
-            if aliases > bounds.aliases:
-                raise _fail(f"more than {bounds.aliases} aliases (*name); write the values out or use extends:",
-                            event.start_mark)
-            total += sizes.get(event.anchor, 1)
-        if total > bounds.nodes:
-            raise _fail(f"more than {bounds.nodes:,} values, counting each alias as all it repeats; "
-                        "a spec has a few hundred", event.start_mark)
+class _SpecEvents:
+    """Follows the events for _Place and refuses the plain scalars a spec must quote."""
+
+    def __init__(self, place: "_Place", field_types: FieldTypes | None) -> None:
+        self.place, self.field_types = place, field_types
+
+    def open(self, event: Any) -> None:
+        self.place.open(isinstance(event, yaml.MappingStartEvent), bool(event.flow_style), event.start_mark)
+
+    def close(self) -> None:
+        self.place.close()
+
+    def scalar(self, event: Any) -> str | None:
+        refusal = None if event.style else _plain_refusal(event.value, self.place, self.field_types)
+        if refusal is None:
+            self.place.node(event.value, event.start_mark)
+        return refusal
+
+    def alias(self, event: Any) -> None:
+        self.place.node(None, event.start_mark)
 
 
 # YAML 1.1 (PyYAML) reads some plain scalars otherwise than YAML 1.2 and every reader of the spec
@@ -243,11 +167,6 @@ _CORE12: tuple[tuple[re.Pattern[str], Callable[[str], Any]], ...] = (
     (re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?"), float),
     (re.compile(r"[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"), lambda s: float(s.replace(".", ""))),
 )
-
-
-def _is_number(plain: str) -> bool:
-    """Whether PyYAML reads the plain scalar `plain` as an int or float (its implicit resolver, as yaml.load)."""
-    return _RESOLVER.resolve(yaml.ScalarNode, plain, (True, False)) in _NUMBER_TAGS
 
 
 def yaml11_reading(plain: str) -> tuple[Any] | None:
@@ -415,19 +334,6 @@ class _Place:
         return next((f for f in reversed(self.frames) if f.mapping and f.key_column), None)
 
 
-class _Nowhere(_Place):
-    """A _Place that tracks nothing, for files whose reading refuses nothing by field (a large CRD)."""
-
-    def node(self, plain: str | None, mark: Any) -> None:
-        pass
-
-    def open(self, mapping: bool, flow: bool, mark: Any) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 # libyaml's problems where a line's indentation is the usual cause (yaml/libyaml 0.2.5 src/parser.c, scanner.c).
 _INDENT_PROBLEMS = frozenset({"mapping values are not allowed in this context", "did not find expected key",
                               "did not find expected '-' indicator"})
@@ -481,9 +387,6 @@ def _hint(problem: str, line_no: int, lines: list[str], context_mark: Any, place
         return f'a value holding ": " must be quoted: {key.at}: "{_value_after(line, key)}"'
     stripped = line.lstrip(" ")
     return place.indent_hint(line_no, len(line) - len(stripped) + 1, stripped == "-" or stripped.startswith("- "))
-
-
-_NOWHERE = _Nowhere()
 
 
 _INDEX = re.compile(r"\[(\d+)\]")

@@ -11,32 +11,11 @@ from typing import Any, Iterator, Mapping
 
 from ..catalog.catalog import InstanceType
 from ..catalog.sizing import DaemonSetReserve, allocatable
-from ..plan.nodesets import INSTANCE_TYPE_LABEL, NODEPOOL_LABEL
 from ..kube.quantity import cpu_millis, memory_mib
+from ..kube.scheduling import node_labels, selects, tolerates
+from ..kube.vocabulary import INSTANCE_TYPE_LABEL
 
 Obj = dict[str, Any]
-
-def _selector_satisfied(key: str, value: str, pool: Obj) -> bool:
-    """Karpenter gives a node of `pool` label key=value for sure (a label, a single-valued In, its own name)."""
-    template = pool["spec"]["template"]
-    if key == NODEPOOL_LABEL:
-        return value == pool["metadata"]["name"]
-    if template.get("metadata", {}).get("labels", {}).get(key) == value:
-        return True
-    return any(r["key"] == key and r["operator"] == "In" and r["values"] == [value]
-               for r in template["spec"]["requirements"])
-
-
-def _tolerates(tolerations: list[Obj], taint: Obj) -> bool:
-    for tol in tolerations:
-        effect_ok = not tol.get("effect") or tol["effect"] == taint["effect"]
-        if tol.get("operator") == "Exists":
-            key_ok = not tol.get("key") or tol["key"] == taint["key"]
-            if key_ok and effect_ok:
-                return True
-        elif tol.get("key") == taint["key"] and tol.get("value") == taint.get("value") and effect_ok:
-            return True
-    return False
 
 
 def _fit(nodeset: Obj, pool: Obj, it: InstanceType, reserve: DaemonSetReserve) -> Iterator[str]:
@@ -74,14 +53,13 @@ def check_placement(files: Mapping[str, Obj], catalog: Mapping[str, InstanceType
         pod = obj["spec"].get("template", {}).get("spec", {})
         selector: dict[str, str] = pod.get("nodeSelector", {})
         tolerations: list[Obj] = pod.get("tolerations", [])
-        matches = [name for name, pool in sorted(pools.items())
-                   if all(_selector_satisfied(k, v, pool) for k, v in selector.items())]
+        matches = [name for name, pool in sorted(pools.items()) if selects(None, selector, node_labels(pool))]
         if len(matches) != 1:
             problems.append(f"{rel}: nodeSelector {selector} matches {len(matches)} NodePools {matches}; exactly one is required")
             continue
         pool = pools[matches[0]]
         for taint in pool["spec"]["template"]["spec"].get("taints", []):
-            if not _tolerates(tolerations, taint):
+            if not tolerates(tolerations, taint):
                 problems.append(f"{rel}: does not tolerate taint {taint['key']}:{taint['effect']} of NodePool {matches[0]}")
         types = [r["values"] for r in pool["spec"]["template"]["spec"]["requirements"]
                  if r["key"] == INSTANCE_TYPE_LABEL and r["operator"] == "In"]

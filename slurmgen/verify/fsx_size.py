@@ -28,8 +28,7 @@ from typing import Any, Iterable
 
 from .._input import UnreadableFile, read_text
 from ..kube.quantity import memory_mib
-from ..spec import ClusterSpec
-from ..spec._yaml import field_lines
+from ..spec import ClusterSpec, field_lines
 from ..spec.errors import Problem
 
 Obj = dict[str, Any]

@@ -21,7 +21,7 @@ import yaml
 from .._input import RENDERED_MAX_BYTES, UnreadableFile, read_bytes
 from ..errors import UserError
 from ..kube.quantity import memory_mib
-from ..spec._yaml import load_document
+from ..kube.documents import load_document
 
 Obj = dict[str, Any]
 

@@ -14,10 +14,10 @@ from typing import Any, Iterable, Mapping
 
 from ..catalog.catalog import load_catalog
 from ..catalog.sizing import threads_per_core
-from ..kube.vocabulary import SYNC_OPTIONS, SYNC_WAVE
+from ..kube.vocabulary import INSTANCE_TYPE_LABEL, SYNC_OPTIONS, SYNC_WAVE
 from ..slurmconf.operator import Effective, Tree, Unresolved, controllers, effective, nodesets_for, parse_conf_kv, slurm_nodeset_name
 from ..slurmconf.parse import Entity, parse, tokens
-from ..spec._yaml import load_document
+from ..kube.documents import load_document
 
 Obj = dict[str, Any]
 
@@ -301,7 +301,7 @@ def _node_facts(nodeset: Obj, conf: str) -> tuple[int | None, int, int | None]:
     cpus = int(facts["cpus"]) if facts.get("cpus", "").isdigit() else None
     if cpus is None:
         itype = (nodeset.get("spec", {}).get("template", {}).get("spec", {}).get("nodeSelector") or {}).get(
-            "node.kubernetes.io/instance-type")
+            INSTANCE_TYPE_LABEL)
         it = load_catalog().get(itype or "")
         spec_cores = int(facts["corespeccount"]) if facts.get("corespeccount", "").isdigit() else 0
         cpus = it.vcpu - spec_cores * threads_per_core(it) if it else None

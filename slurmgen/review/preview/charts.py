@@ -28,7 +28,7 @@ import yaml
 from ...errors import UserError
 from ..._input import UnreadableFile, read_text
 from ...user_cache import user_cache_root
-from ...spec._yaml import load_document, load_documents
+from ...kube.documents import load_document, load_documents
 from .placement import helm_merge
 
 Obj = dict[str, Any]
@@ -291,7 +291,7 @@ class ChartLocator:
 
 # Helm's own manifest separator (pkg/release/v1/util/manifest.go SplitManifests @ v4): `---` at
 # a line start ends a document even when a comment follows it on the same line. Documents are read
-# by the bounded loader (spec._yaml.load_document: libyaml, a bare `=` is the string "=").
+# by the bounded loader (kube/documents.load_document: libyaml, a bare `=` is the string "=").
 _SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
 
 

@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 
 from ..._input import UnreadableFile, read_bytes
-from ...spec._yaml import load_documents
+from ...kube.documents import load_documents
 from .core import SchemaUnavailable
 from .patterns import compiles, go_pattern
 

@@ -1,6 +1,6 @@
 """The Slurm cluster as Slinky v1beta1 custom resources: Controller, RestApi, Accounting, LoginSet, NodeSets.
 
-Pitfalls avoided (slinky-operator.md §3.8): every container wrapper sets `image` (the operator has
+Pitfalls avoided (slurm-operator v1.2.1, its CRDs and controllers): every container wrapper sets `image` (the operator has
 no defaults); NodeSet `extraConf` is single-space `Key=Value` tokens; `partition.config` is one
 line; `ssh` is never emitted half-set; config files are ConfigMaps named in `configFileRefs` and
 synced before the Controller, whose webhook reads them at admission; partitions only name nodesets

@@ -861,7 +861,7 @@ def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
                     yield f"policy.users[{index}].{key}", f"no account named {name!r} in policy.accounts"
 
 
-# sssd.conf keys the generator writes itself (slurmgen/charts/directory.py); extraSssdConf must not
+# sssd.conf keys the generator writes itself (charts/directory.py); extraSssdConf must not
 # set them, and never a password (the bind password is only a Secrets Manager reference). Each names
 # the directory field it comes from, or why it is fixed.
 _FIXED = "fixed by slurmgen (sssd reads the directory through LDAP); remove it"

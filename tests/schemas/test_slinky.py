@@ -11,7 +11,7 @@ from slurmgen.verify.schemas import Validator
 
 from tests.schemas.helpers import messages
 
-# slinky-operator.md §3.9, plus a Token; `alpine:latest` is fine for schema purposes.
+# One valid object of each Slinky v1beta1 kind, plus a Token; `alpine:latest` is fine for schema purposes.
 VALID = {
     doc["kind"]: doc
     for doc in yaml.safe_load_all(

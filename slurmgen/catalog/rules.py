@@ -37,8 +37,8 @@ def _plugin_missing(it: InstanceType, plugins: Mapping[str, Any]) -> str | None:
 
 def nodesets_fit(spec: dict[str, Any], catalog: Mapping[str, InstanceType]) -> Iterator[Finding]:
     """Unknown instance types, lists of types that cannot share one pod (catalog/mixed.py), GPUs per pod above
-    the instance's, uneven splits, EFA where there is none, types too small for a slurmd pod, device
-    plugins not installed, and a maxNodes too small for the replicas."""
+    the instance's, uneven splits, EFA where there is none, types too small for a slurmd pod, and device
+    plugins not installed. (The node ceiling is judged on the model: spec/_model_rules.py.)"""
     raw = spec["compute"]["daemonSetReserve"]
     reserve = DaemonSetReserve(cpu_m=raw["cpuMillicores"], memory_mi=raw["memoryMiB"], percent=raw["percent"])
     for index, ns in enumerate(spec["nodesets"]):
@@ -65,12 +65,6 @@ def nodesets_fit(spec: dict[str, Any], catalog: Mapping[str, InstanceType]) -> I
         missing = _plugin_missing(it, spec["compute"]["devicePlugins"])
         if missing:
             yield field, missing
-        ceiling = ns["autoscale"]["max"] if "autoscale" in ns else ns["replicas"]
-        if ns.get("maxNodes", ceiling) < ceiling:
-            what = "autoscale.max" if "autoscale" in ns else "replicas"
-            yield (f"nodesets[{index}].maxNodes",
-                   f"{ceiling} {what} need {ceiling} {it.instance_type} nodes (one slurmd each); "
-                   f"maxNodes is {ns['maxNodes']}")
 
 
 def catalog_rule(catalog: Mapping[str, InstanceType]) -> Callable[[dict[str, Any]], Iterator[Finding]]:

@@ -476,7 +476,7 @@ def fsx_zones(spec: dict[str, Any]) -> Iterator[Finding]:
                     and all(_in_region(z, region) for z in zones))
 
     # compute.zones once, at that field: a nodeset without zones of its own is pinned to the FSx zone
-    # (charts/compute.py plan_zones), so a per-nodeset line would name a nodesets[].zones never written.
+    # (model.py ClusterSpec.pool_zones), so a per-nodeset line would name a nodesets[].zones never written.
     shared = list(spec["compute"]["zones"])
     if excluded(shared) and any("zones" not in ns for ns in spec["nodesets"]):
         yield ("compute.zones", f"FSx is in {zone}, which these zones ({', '.join(shared)}) exclude; nodesets without "
@@ -486,32 +486,6 @@ def fsx_zones(spec: dict[str, Any]) -> Iterator[Finding]:
         if zones is not None and excluded(zones):
             yield (f"nodesets[{index}].zones", f"FSx is in {zone}, which this nodeset's zones ({', '.join(zones)}) exclude; "
                    "its pods could not mount it without cross-zone traffic")
-
-
-def nodeset_zones(spec: dict[str, Any], ns: dict[str, Any]) -> list[str]:
-    """The zones a nodeset's NodePool will require (charts/compute.py plan_zones, on the raw spec)."""
-    fsx = spec["storage"]["fsx"]
-    if fsx["enabled"] and fsx.get("zone") and "zones" not in ns:
-        return [fsx["zone"]]
-    return list(ns.get("zones", spec["compute"]["zones"]))
-
-
-def placement_group_zone(spec: dict[str, Any]) -> Iterator[Finding]:
-    """A cluster placement group is in one zone: its nodeset must resolve to exactly that one.
-
-    Karpenter v1.14.1 adds no zone requirement for a cluster group (only partition groups change
-    offerings: pkg/providers/instancetype/offering/placement_group_resolver.go), so a NodePool open
-    to several zones would try launches in zones where the group cannot place the instance.
-    """
-    for index, ns in enumerate(spec["nodesets"]):
-        if "placementGroup" not in ns:
-            continue
-        zones = nodeset_zones(spec, ns)
-        if len(zones) != 1:
-            which = f"{len(zones)} zones ({', '.join(zones)})" if zones else "any zone (compute.zones is empty)"
-            yield (f"nodesets[{index}].placementGroup",
-                   f"a cluster placement group lives in one availability zone, but this nodeset may use {which}; "
-                   "set the nodeset's zones to the group's zone")
 
 
 # Region-bearing values. Zones are names (us-east-1a): the schema refuses zone IDs (use1-az1), since
@@ -1227,7 +1201,6 @@ RULES: tuple[Rule, ...] = (
     autoscaling,
     identity_roles,
     policy_references,
-    placement_group_zone,
     topology_rules,
     directory_settings,
     directory_placement,
@@ -1275,7 +1248,6 @@ READS: dict[Rule, tuple[str, ...]] = {
     autoscaling: ("autoscaling", "monitoring", "nodesets", "metrics"),
     identity_roles: ("aws", "storage", "secrets", "autoscaling", "nodesets", "directory"),
     policy_references: ("policy", "partitions", "accounting", "scheduling"),
-    placement_group_zone: ("nodesets", "storage", "compute"),
     topology_rules: ("topology", "nodesets", "partitions"),
     directory_settings: ("directory",),
     directory_placement: ("directory", "storage", "secrets", "login", "aws"),

@@ -14,7 +14,7 @@ from ..catalog.mixed import type_names
 from ..catalog.registries import region_has_registry
 from ..catalog.rules import catalog_rule
 from . import secrets_scan
-from . import _checks, _schema, _text
+from . import _checks, _model_rules, _schema, _text
 from . import _topology as _topology_rules
 from .errors import dotted
 from ._yaml import UnreadableFile, YamlSyntaxError, field_lines, load_yaml, read_text
@@ -68,10 +68,10 @@ def load_specs(paths: Iterable[Path], *, catalog: Catalog | None = None,
             if str(path) in known:
                 specs.append(_build(str(path), dict(known[str(path)])))  # fresh from JSON: not shared
                 continue
-            full = _validate(path, read_text(path), rules)
+            full, spec = _validate(path, read_text(path), rules)
             if data_out is not None:
                 data_out[str(path)] = copy.deepcopy(full)
-            specs.append(_build(str(path), full))
+            specs.append(spec)
         except UnreadableFile as err:
             problems.append(Problem(str(path), "", str(err)))
         except SpecError as err:
@@ -104,11 +104,12 @@ def parse_text(source: str, text: str, *, catalog: Catalog | None = None) -> Clu
 
 
 def _load(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> ClusterSpec:
-    return _build(str(path), _validate(path, text, rules))
+    return _validate(path, text, rules)[1]
 
 
-def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[str, Any]:
-    """The spec's merged, defaulted data once every check passed; SpecError with every problem otherwise."""
+def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> tuple[dict[str, Any], ClusterSpec]:
+    """The spec's merged, defaulted data and its model once every check passed; SpecError with every
+    problem otherwise. The rules on derived facts (_model_rules) judge the model, once the others passed."""
     source = str(path)
     extends = False
 
@@ -160,7 +161,11 @@ def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[st
     findings = [f for f in secret if f[0] not in refused] + findings
     if findings:
         raise fail(findings, full)
-    return full
+    spec = _build(source, full)
+    derived = _model_rules.run(spec)
+    if derived:
+        raise fail(derived, full)
+    return full, spec
 
 
 # Where the secret belongs instead, by the field it was found in (first matching prefix wins).

@@ -530,3 +530,22 @@ class ClusterSpec:
 
     def nodeset(self, name: str) -> NodeSetSpec:
         return next(ns for ns in self.nodesets if ns.name == name)
+
+    def pool_zones(self, ns: NodeSetSpec) -> tuple[str, ...]:
+        """Zones a nodeset's nodes may use (its NodePool's zone requirement): with FSx, its zone (no
+        cross-zone Lustre traffic), unless the nodeset lists zones of its own (which must include the FSx
+        zone, spec/_checks.py fsx_zones): a spot nodeset spread over zones finds capacity more often, and
+        pays cross-zone traffic for it. Read by charts/compute.py and the placement group rule."""
+        fsx = self.storage.fsx
+        if fsx.enabled and fsx.zone and not ns.own_zones:
+            return (fsx.zone,)
+        return ns.zones
+
+    def sole_partitions(self, nodeset: str) -> tuple[Partition, ...]:
+        """The partitions that hold this nodeset and no other."""
+        return tuple(p for p in self.partitions if p.nodesets == (nodeset,))
+
+    def own_partition(self, nodeset: str) -> Partition | None:
+        """The partition the NodeSet declares itself: one of its sole partitions, named as the nodeset
+        and written as that name (not [ALL] resolving to it alone)."""
+        return next((p for p in self.sole_partitions(nodeset) if p.name == nodeset and not p.all_nodesets), None)

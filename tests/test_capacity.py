@@ -205,3 +205,8 @@ def test_each_derived_fact_has_one_home():
     assert not hasattr(_checks, "nodeset_zones") and not hasattr(charts.compute, "plan_zones")
     assert "maxNodes\"" not in inspect.getsource(rules) and "ceiling =" not in inspect.getsource(rules)
     assert not hasattr(charts.slurm_cluster, "own_partition")
+    # AND the spec rule and the plan size a nodeset with the one function (catalog/mixed.py fit)
+    from slurmgen.plan import nodesets
+    for module in (rules, nodesets):
+        source = inspect.getsource(module)
+        assert "fit(catalog" in source and "interchangeable(" not in source and "lookup(" not in source

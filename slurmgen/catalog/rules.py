@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
 from .catalog import NEURON, NVIDIA_GPU, InstanceType
-from .mixed import interchangeable, pod_resources_for, type_names
-from .sizing import DaemonSetReserve, SizingError, lookup
+from .mixed import fit, type_names
+from .sizing import DaemonSetReserve
 
 Finding = tuple[str, str]
 
@@ -42,29 +42,16 @@ def nodesets_fit(spec: dict[str, Any], catalog: Mapping[str, InstanceType]) -> I
     raw = spec["compute"]["daemonSetReserve"]
     reserve = DaemonSetReserve(cpu_m=raw["cpuMillicores"], memory_mi=raw["memoryMiB"], percent=raw["percent"])
     for index, ns in enumerate(spec["nodesets"]):
-        names = type_names(ns)
-        field = f"nodesets[{index}].instanceType"
-        types: list[InstanceType] = []
-        for t_index, name in enumerate(names):
-            try:
-                types.append(lookup(catalog, name))
-            except SizingError as err:
-                yield (field if len(names) == 1 else f"{field}[{t_index}]"), str(err)
-        if len(types) != len(names):
+        sized = fit(catalog, type_names(ns), efa=ns["efa"], allow_mixed=ns["allowMixedTypes"],
+                    gpus_per_pod=ns.get("gpusPerPod"), reserve=reserve)
+        if sized.problems:
+            yield from ((where if where.startswith("compute.") else f"nodesets[{index}].{where}", problem)
+                        for where, problem in sized.problems)
             continue
-        mismatch = interchangeable(types, efa=ns["efa"], allow_mixed=ns["allowMixedTypes"])
-        if mismatch:
-            yield from ((field, problem) for problem in mismatch)
-            continue
-        try:
-            pod_resources_for(types, gpus_per_pod=ns.get("gpusPerPod"), efa=ns["efa"], reserve=reserve)
-        except SizingError as err:
-            yield (err.field if err.field.startswith("compute.") else f"nodesets[{index}].{err.field}"), str(err)
-            continue
-        it = types[0]  # same accelerators on every type (interchangeable)
-        missing = _plugin_missing(it, spec["compute"]["devicePlugins"])
+        # the same accelerators on every type (interchangeable)
+        missing = _plugin_missing(sized.types[0], spec["compute"]["devicePlugins"])
         if missing:
-            yield field, missing
+            yield f"nodesets[{index}].instanceType", missing
 
 
 def catalog_rule(catalog: Mapping[str, InstanceType]) -> Callable[[dict[str, Any]], Iterator[Finding]]:

@@ -44,10 +44,9 @@ SPECS = _schema_valid_specs()
 def test_every_rule_declares_the_sections_it_reads():
     # GIVEN the spec layer's rules and the schema's top-level sections
     sections = set(_schema.schema()["properties"])
-    # THEN each rule has a READS entry naming only real sections
-    assert set(_checks.RULES) == set(_checks.READS)
-    for rule, reads in _checks.READS.items():
-        assert set(reads) <= sections, rule.__name__
+    # THEN each rule declares (@rule) only real sections
+    for rule in _checks.RULES:
+        assert rule.reads and set(rule.reads) <= sections, rule.__name__
 
 
 @pytest.mark.parametrize("rule", _checks.RULES, ids=[r.__name__ for r in _checks.RULES])
@@ -55,9 +54,9 @@ def test_a_rule_needs_nothing_beyond_its_declared_sections(rule):
     assert len(SPECS) > 40
     for name, spec in SPECS:
         # GIVEN a schema-valid spec cut down to the sections the rule declares
-        cut = {key: value for key, value in spec.items() if key in _checks.READS[rule]}
+        cut = {key: value for key, value in spec.items() if key in rule.reads}
         # WHEN the rule runs on it
-        # THEN it finds exactly what it finds on the whole spec (a KeyError means READS is incomplete)
+        # THEN it finds exactly what it finds on the whole spec (a KeyError means its @rule sections are incomplete)
         assert list(rule(cut)) == list(rule(spec)), name
 
 
@@ -73,8 +72,10 @@ def test_a_schema_error_skips_only_the_rules_reading_that_section():
 
 def test_a_rule_from_another_layer_runs_only_on_a_schema_valid_spec():
     # GIVEN a rule registered from outside the spec layer (it declares no sections) that records its calls
+    from slurmgen.rule import rule as declare
     calls = []
 
+    @declare()
     def rule(spec):
         calls.append(spec["nodesets"][0]["replicas"])
         return iter(())
@@ -191,10 +192,20 @@ LAYER_RULES = [rule for rule in loader.rules_for() if rule not in _checks.RULES]
 def test_the_catalogs_rules_declare_their_sections_and_need_nothing_beyond(rule):
     """Issue 21 item 3: the instance catalog's rule declared nothing, so any schema error hid an unknown type."""
     # GIVEN a rule of the catalog layer (instance fit, the Region's registry)
-    reads = getattr(rule, "reads", None)
+    reads = rule.reads
     # THEN it names the sections it reads, real ones
     assert reads and set(reads) <= set(_schema.schema()["properties"]), rule.__name__
     for name, spec in SPECS:
         # AND on a schema-valid spec cut down to them it finds what it finds on the whole spec
         cut = {key: value for key, value in spec.items() if key in reads}
         assert list(rule(cut)) == list(rule(spec)), name
+
+
+def test_every_rule_of_every_layer_is_declared_one_way():
+    # GIVEN the rules the loader runs: the spec's own, the catalog's, the Region's registry's, the model's
+    from slurmgen.rule import Rule
+    from slurmgen.spec import _model_rules
+    rules = (*loader.rules_for(), *_model_rules.MODEL_RULES)
+    # THEN each is declared with @rule (its sections on it), and no second registry of sections is left
+    assert all(isinstance(rule, Rule) for rule in rules), [r for r in rules if not isinstance(r, Rule)]
+    assert not hasattr(_checks, "READS")

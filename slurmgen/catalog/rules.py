@@ -8,13 +8,13 @@ depends on which module happened to be imported first.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
+from ..rule import Finding, Rule, rule
 from .catalog import NEURON, NVIDIA_GPU, InstanceType
 from .mixed import fit, type_names
 from .sizing import DaemonSetReserve
 
-Finding = tuple[str, str]
 
 # Device plugins slurmgen does not deploy, by the resource they advertise: the spec must say each is
 # installed, or the slurmd pods would wait forever for a resource no node offers.
@@ -54,12 +54,10 @@ def nodesets_fit(spec: dict[str, Any], catalog: Mapping[str, InstanceType]) -> I
             yield f"nodesets[{index}].instanceType", missing
 
 
-def catalog_rule(catalog: Mapping[str, InstanceType]) -> Callable[[dict[str, Any]], Iterator[Finding]]:
-    """``nodesets_fit`` bound to one catalog, in the shape of the spec layer's other rules."""
-    def rule(spec: dict[str, Any]) -> Iterator[Finding]:
+def catalog_rule(catalog: Mapping[str, InstanceType]) -> Rule[dict[str, Any]]:
+    """``nodesets_fit`` bound to one catalog, declared as every spec rule is. It still runs when another
+    section fails the schema, so an unknown instance type is reported in the same run as, say, a bad aws.region."""
+    def nodesets_fit_here(spec: dict[str, Any]) -> Iterator[Finding]:
         return nodesets_fit(spec, catalog)
-    rule.__name__ = rule.__qualname__ = "nodesets_fit"
-    # The spec sections it reads (spec/_checks.py run): it still runs when another section fails the schema,
-    # so an unknown instance type is reported in the same run as, say, a bad aws.region.
-    rule.reads = ("compute", "nodesets")  # type: ignore[attr-defined]
-    return rule
+    nodesets_fit_here.__name__ = "nodesets_fit"
+    return rule("compute", "nodesets")(nodesets_fit_here)

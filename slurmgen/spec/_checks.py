@@ -2,7 +2,8 @@
 
 Each rule returns (field path, message) pairs on the *defaulted* spec dict, so every problem in a
 file is reported at once. Paths use list indexes (`nodesets[0].zones`); the loader shows them with
-item names (errors.name_keyed). A rule runs only when the sections it reads (READS) passed the schema.
+item names (errors.name_keyed). A rule runs only when the sections it declares (`@rule(...)`, slurmgen/rule.py)
+passed the schema.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import functools
 import ipaddress
 import re
 from collections import Counter
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from ..kube import naming
 from ..kube.quantity import memory_mib
+from ..rule import Finding, Rule, rule
 from ._images import pinned_images
 from ._paths import form_problem, item_name_problem, mount_problem, within
 from ._slurm import slurm_key, slurm_keys
@@ -24,8 +26,7 @@ from ._topology import topology_rules
 from .arn import AMP_HOST, AMP_URL, role_problems
 from .model import BRIDGE_USER
 
-Finding = tuple[str, str]
-Rule = Callable[[dict[str, Any]], Iterator[Finding]]
+SpecRule = Rule[dict[str, Any]]
 
 
 def _duplicates(items: list[dict[str, Any]], section: str) -> Iterator[Finding]:
@@ -35,6 +36,7 @@ def _duplicates(items: list[dict[str, Any]], section: str) -> Iterator[Finding]:
             yield f"{section}[{index}].name", f"duplicate {section[:-1]} name {item['name']!r}; names must be unique"
 
 
+@rule("nodesets", "partitions")
 def unique_names(spec: dict[str, Any]) -> Iterator[Finding]:
     yield from _duplicates(spec["nodesets"], "nodesets")
     yield from _duplicates(spec["partitions"], "partitions")
@@ -63,6 +65,7 @@ def _unknown_references(spec: dict[str, Any]) -> Iterator[tuple[int, int, str]]:
                 yield p_index, n_index, name
 
 
+@rule("nodesets", "partitions")
 def partition_references(spec: dict[str, Any]) -> Iterator[Finding]:
     known = ", ".join(dict.fromkeys(ns["name"] for ns in spec["nodesets"]))  # a duplicate is listed once
     for p_index, part in enumerate(spec["partitions"]):
@@ -76,6 +79,7 @@ def partition_references(spec: dict[str, Any]) -> Iterator[Finding]:
         yield f"partitions[{p_index}].nodesets[{n_index}]", f"no nodeset named {name!r}; defined nodesets: {known}"
 
 
+@rule("nodesets")
 def features_are_not_nodeset_names(spec: dict[str, Any]) -> Iterator[Finding]:
     """A feature named like another nodeset would pull these nodes into that nodeset: Slurm NodeSets
     are defined by feature (`NodeSet=<n> Feature=<n>`), and every node carries its nodeset's name."""
@@ -87,6 +91,7 @@ def features_are_not_nodeset_names(spec: dict[str, Any]) -> Iterator[Finding]:
                        f"{feature!r} is another nodeset's name; its partitions would take these nodes too")
 
 
+@rule("partitions")
 def one_default_partition(spec: dict[str, Any]) -> Iterator[Finding]:
     defaults = [i for i, p in enumerate(spec["partitions"]) if p["default"]]
     for index in defaults[1:]:
@@ -94,6 +99,7 @@ def one_default_partition(spec: dict[str, Any]) -> Iterator[Finding]:
         yield f"partitions[{index}].default", f"only one partition can be the default; {first!r} already is"
 
 
+@rule("nodesets", "partitions")
 def every_nodeset_in_a_partition(spec: dict[str, Any]) -> Iterator[Finding]:
     used = {n for p in spec["partitions"] for n in p["nodesets"]}
     if any(_unknown_references(spec)):
@@ -110,6 +116,7 @@ def every_nodeset_in_a_partition(spec: dict[str, Any]) -> Iterator[Finding]:
         seen.add(ns["name"])
 
 
+@rule("nodesets", "partitions")
 def no_reserved_slurm_names(spec: dict[str, Any]) -> Iterator[Finding]:
     for index, ns in enumerate(spec["nodesets"]):
         if ns["name"].upper() in {"ALL", "DEFAULT"}:
@@ -133,6 +140,7 @@ _NAMESPACE_FIELDS = (("slurm", "namespace"), ("slurm", "operatorNamespace"),
                      ("monitoring", "kubePrometheusStack", "namespace"))
 
 
+@rule("name", "gitops", "slurm", "monitoring")
 def no_names_of_others(spec: dict[str, Any]) -> Iterator[Finding]:
     """Refuse a cluster name that is Argo CD's own project and namespaces of Kubernetes or Argo CD."""
     if spec["name"] in ARGOCD_PROJECTS:
@@ -182,6 +190,7 @@ def label_owner(key: str) -> str | None:
     return None
 
 
+@rule("metrics")
 def no_labels_of_others(spec: dict[str, Any]) -> Iterator[Finding]:
     """Refuse label keys that belong to Argo CD, Kubernetes or slurmgen (OWNED_LABELS)."""
     for key in sorted(spec["metrics"]["serviceMonitor"]["labels"]):
@@ -194,6 +203,7 @@ def no_labels_of_others(spec: dict[str, Any]) -> Iterator[Finding]:
 LABEL_MAX = 63  # a label value (and a DNS label): Kubernetes' apimachinery validation IsValidLabelValue
 
 
+@rule("name", "nodesets")
 def derived_names_fit(spec: dict[str, Any]) -> Iterator[Finding]:
     """Names derived from the cluster's that become label values must fit in 63 characters: the
     root Application's name (app.kubernetes.io/part-of on every Application) and each NodePool's
@@ -220,6 +230,7 @@ _IMAGE_REF = re.compile(rf"{_NAME}(?::[\w][\w.-]{{0,127}})?(?:@sha256:[0-9a-f]{{
 _REGISTRY = re.compile(rf"{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?(?:/{_PATH_PART})*")
 
 
+@rule("images", "nodesets", "topology", "bridge")
 def image_references(spec: dict[str, Any]) -> Iterator[Finding]:
     """Every image reference (and the Slurm registry prefix) in the grammar the kubelet reads."""
     images = spec["images"]
@@ -236,6 +247,7 @@ def image_references(spec: dict[str, Any]) -> Iterator[Finding]:
         yield "images.registry", f"{registry!r} is not a registry and path an image can start with ('..' or doubled separators)"
 
 
+@rule("gitops")
 def gitops_path(spec: dict[str, Any]) -> Iterator[Finding]:
     """gitops.path names a folder inside the repository: no `.` or `..` part (Argo CD resolves the
     Application's path inside the checkout and refuses one that leaves it)."""
@@ -244,6 +256,7 @@ def gitops_path(spec: dict[str, Any]) -> Iterator[Finding]:
         yield "gitops.path", f"{path!r} holds '.' or '..'; name the folder from the repository's root (e.g. dist)"
 
 
+@rule("nodesets", "partitions")
 def extra_conf_overrides(spec: dict[str, Any]) -> Iterator[Finding]:
     """Keys the generator owns must not be smuggled in through the free-form maps."""
     owned_partition = slurm_keys({"Nodes", "Default", "MaxTime", "PriorityTier", "PartitionName"})
@@ -262,6 +275,7 @@ def holds_secret(text: str) -> bool:
     return any(secrets_scan.scan_text(text))
 
 
+@rule("nodesets", "partitions", "controller")
 def slurm_values(spec: dict[str, Any]) -> Iterator[Finding]:
     """The one check of what reaches Slurm's parser as free text (extra node and partition
     parameters, extra slurm.conf lines), read with Slurm's own grammar (grammar/slurm_conf.py): no
@@ -301,6 +315,7 @@ TEXT_COLUMN_BYTES = 255
 OWNER_MARK = "[slurmgen"
 
 
+@rule("policy", "slurm")
 def flat_file_values(spec: dict[str, Any]) -> Iterator[Finding]:
     """The one check of the free text that reaches the accounts flat file: QoS and account descriptions, organizations."""
     policy = spec.get("policy") or {}
@@ -345,6 +360,7 @@ _SSHD_OURS = {
 }
 
 
+@rule("login")
 def sshd_extra_config(spec: dict[str, Any]) -> Iterator[Finding]:
     """Refuse `Match` and `Include` in login.extraSshdConfig, the keywords slurmgen sets, and any line
     sshd would read differently from how it looks: only global keywords, which sshd keeps first-come,
@@ -370,6 +386,7 @@ def sshd_extra_config(spec: dict[str, Any]) -> Iterator[Finding]:
                    "value, so this line would never apply; remove it (root login: directory.ssh.rootLogin)")
 
 
+@rule("login")
 def sssd_conf_file(spec: dict[str, Any]) -> Iterator[Finding]:
     """login.sssdConf is read by sssd's own parser (grammar/sssd.py): a line it refuses stops sssd."""
     text = spec["login"].get("sssdConf") or ""
@@ -381,12 +398,14 @@ def sssd_conf_file(spec: dict[str, Any]) -> Iterator[Finding]:
         yield "login.sssdConf", str(err)
 
 
+@rule("scheduling", "accounting")
 def fair_share_needs_accounting(spec: dict[str, Any]) -> Iterator[Finding]:
     if spec["scheduling"]["fairShare"]["enabled"] and not spec["accounting"]["enabled"]:
         yield ("scheduling.fairShare.enabled",
                "fair share needs the accounting database (usage is stored by slurmdbd); enable accounting or set this to false")
 
 
+@rule("nodesets")
 def reservations_match_capacity_type(spec: dict[str, Any]) -> Iterator[Finding]:
     for index, ns in enumerate(spec["nodesets"]):
         reserved = ns["capacityType"] == "reserved"
@@ -397,6 +416,7 @@ def reservations_match_capacity_type(spec: dict[str, Any]) -> Iterator[Finding]:
             yield f"nodesets[{index}].capacityReservation", "only used with capacityType: reserved"
 
 
+@rule("compute")
 def ami_version_matches_family(spec: dict[str, Any]) -> Iterator[Finding]:
     compute = spec["compute"]
     dated = compute["amiVersion"][1:].isdigit()
@@ -427,6 +447,7 @@ def _fsx_section_missing(mode: str, deployment: str) -> str:
     return f"mode dynamic needs storage.fsx.dynamic with {needs}"
 
 
+@rule("storage")
 def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
     """The file system's own settings (mode section, size, zone, throughput, backups): storage only."""
     fsx = spec["storage"]["fsx"]
@@ -461,6 +482,7 @@ def fsx_settings(spec: dict[str, Any]) -> Iterator[Finding]:
                f"{deployment} file systems have no automatic backups; use a PERSISTENT type or remove it")
 
 
+@rule("storage", "nodesets", "compute", "aws")
 def fsx_zones(spec: dict[str, Any]) -> Iterator[Finding]:
     """The compute zones must include the FSx zone. Apart from fsx_settings, which reads only storage, so
     a schema error in aws, compute or nodesets does not hide the file system's own problems."""
@@ -557,6 +579,7 @@ def _regional_values(spec: dict[str, Any]) -> Iterator[_Regional]:
                         "point at the EKS cluster in {region}")
 
 
+@rule("aws", "compute", "nodesets", "storage", "secrets", "images", "gitops", "accounting")
 def region_coherence(spec: dict[str, Any]) -> Iterator[Finding]:
     """Every zone, the FSx file system, Secrets Manager, ECR, an RDS database and the EKS endpoint are in aws.region.
 
@@ -622,6 +645,7 @@ def public_addresses(networks: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Ne
     return count
 
 
+@rule("login")
 def login_exposure(spec: dict[str, Any]) -> Iterator[Finding]:
     svc = spec["login"]["service"]
     if not (spec["login"]["enabled"] and svc["enabled"]):
@@ -663,6 +687,7 @@ def login_exposure(spec: dict[str, Any]) -> Iterator[Finding]:
                "or set login.service.allowPublicSsh: true")
 
 
+@rule("accounting")
 def database_mode(spec: dict[str, Any]) -> Iterator[Finding]:
     db = spec["accounting"]["database"]
     if not spec["accounting"]["enabled"]:
@@ -679,6 +704,7 @@ def database_mode(spec: dict[str, Any]) -> Iterator[Finding]:
                f"{ic['memory']} does not exceed the {ic['bufferPoolSizeMiB']} MiB InnoDB buffer pool; MariaDB would be OOM-killed")
 
 
+@rule("secrets", "accounting", "login")
 def secrets_mode(spec: dict[str, Any]) -> Iterator[Finding]:
     secrets = spec["secrets"]
     if secrets["mode"] == "precreated" and "awsSecretsManager" in secrets:
@@ -692,6 +718,7 @@ def secrets_mode(spec: dict[str, Any]) -> Iterator[Finding]:
         yield "login.sssdConf", "rendered into a Secret only in secrets mode external-secrets; with precreated, create the Secret yourself"
 
 
+@rule("autoscaling", "monitoring", "nodesets", "metrics")
 def autoscaling(spec: dict[str, Any]) -> Iterator[Finding]:
     address = spec["autoscaling"].get("prometheusAddress") or spec["monitoring"]["kubePrometheusStack"]["enabled"]
     for index, ns in enumerate(spec["nodesets"]):
@@ -746,6 +773,7 @@ _WHY_REQUIRED = {
 }
 
 
+@rule("aws", "storage", "secrets", "autoscaling", "nodesets", "directory")
 def identity_roles(spec: dict[str, Any]) -> Iterator[Finding]:
     """Every controller that calls AWS has a valid role of the cluster's partition (and account); no role is unused."""
     aws = spec["aws"]
@@ -764,6 +792,7 @@ def identity_roles(spec: dict[str, Any]) -> Iterator[Finding]:
             yield where, problem
 
 
+@rule("policy", "partitions", "accounting", "scheduling")
 def policy_references(spec: dict[str, Any]) -> Iterator[Finding]:
     """Every name the policy uses exists, the account tree has one root and no cycle."""
     policy = spec.get("policy")
@@ -876,6 +905,7 @@ SSSD_SECRET_NAME = "slurm-sssd-conf"  # charts/secrets.py SSSD_SECRET (the spec 
 FILTERED_USERS = ("root", "slurm", "nobody")
 
 
+@rule("directory")
 def directory_settings(spec: dict[str, Any]) -> Iterator[Finding]:
     """Encrypted transport unless explicitly opted out, a CA whenever the certificate is verified,
     who may log in, and no extra sssd setting that overrides ours or carries a password."""
@@ -926,6 +956,7 @@ def directory_settings(spec: dict[str, Any]) -> Iterator[Finding]:
                 yield f"directory.extraSssdConf.{key}", str(err)
 
 
+@rule("directory", "storage", "secrets", "login", "aws")
 def directory_placement(spec: dict[str, Any]) -> Iterator[Finding]:
     """Homes on the shared file system, a bind password reference exactly when External Secrets renders
     sssd.conf (precreated: the site's sssd.conf Secret holds it), root login off unless kept."""
@@ -978,6 +1009,7 @@ def _at(spec: dict[str, Any], path: tuple[str, ...]) -> Any:
     return node
 
 
+@rule("storage", "directory", "login", "accounting", "secrets")
 def paths(spec: dict[str, Any]) -> Iterator[Finding]:
     """The one path rule (_paths): every path in normal form before any other check reads it; no
     mount over what the image or the operator provides; no key kubelet reserves or refuses."""
@@ -996,6 +1028,7 @@ def paths(spec: dict[str, Any]) -> Iterator[Finding]:
             yield ".".join((*key_field, "key")), problem
 
 
+@rule("directory", "policy")
 def directory_user_names(spec: dict[str, Any]) -> Iterator[Finding]:
     """policy.users must be names the directory hands out (the schema already requires POSIX login
     names, lowercase as sssd reports directory names with case_sensitive = false)."""
@@ -1030,6 +1063,7 @@ def system_account(name: str) -> bool:
     return name in SYSTEM_ACCOUNTS or name.startswith(SYSTEM_ACCOUNT_PREFIXES)
 
 
+@rule("policy", "directory", "bridge")
 def policy_users_are_people(spec: dict[str, Any]) -> Iterator[Finding]:
     """No policy user named like a system account of the images (SYSTEM_ACCOUNTS)."""
     users = (spec.get("policy") or {}).get("users", [])
@@ -1053,6 +1087,7 @@ ROOT_ID_KEYS = ("min_id", "ldap_min_id", "ldap_idmap_range_min", "override_gid")
 _SSSD_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
 
 
+@rule("directory")
 def directory_ids_not_root(spec: dict[str, Any]) -> Iterator[Finding]:
     """No extra sssd setting that admits or sets id 0 (ROOT_ID_KEYS)."""
     directory = spec.get("directory")
@@ -1067,6 +1102,7 @@ def directory_ids_not_root(spec: dict[str, Any]) -> Iterator[Finding]:
                    "login and slurmd pods; remove it")
 
 
+@rule("directory", "policy")
 def directory_admin_groups(spec: dict[str, Any]) -> Iterator[Finding]:
     """Admin groups act through the accounts Job on the users of policy.users: without them nothing would."""
     directory = spec.get("directory")
@@ -1148,6 +1184,7 @@ def _bridge_policy(spec: dict[str, Any], bridge: dict[str, Any]) -> Iterator[Fin
                                  f"set defaultQos: {qos} on policy.accounts[{account}] (and list it in its qos)")
 
 
+@rule("bridge", "partitions", "nodesets", "policy", "accounting", "gitops", "slurm", "monitoring")
 def bridge_rules(spec: dict[str, Any]) -> Iterator[Finding]:
     """slurm-bridge's namespaces are the user's own, its partition and nodesets exist and agree, and
     Slurm can charge its jobs: accounting on, account and QoS declared (docs/bridge.md)."""
@@ -1173,7 +1210,7 @@ def bridge_rules(spec: dict[str, Any]) -> Iterator[Finding]:
     yield from _bridge_policy(spec, bridge)
 
 
-RULES: tuple[Rule, ...] = (
+RULES: tuple[SpecRule, ...] = (
     unique_names,
     partition_references,
     one_default_partition,
@@ -1215,65 +1252,18 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-# The top-level spec sections each rule reads. A rule runs only when all of them passed the schema,
-# so a schema error is never followed by a cross-field "error" that merely echoes it (a nodeset whose
-# name fails the schema must not also make a partition reference look unknown), while rules on the
-# sections that are valid still report in the same run. tests/test_checks.py proves each list is
-# complete by running the rule on specs cut down to those sections.
-READS: dict[Rule, tuple[str, ...]] = {
-    unique_names: ("nodesets", "partitions"),
-    partition_references: ("nodesets", "partitions"),
-    one_default_partition: ("partitions",),
-    features_are_not_nodeset_names: ("nodesets",),
-    every_nodeset_in_a_partition: ("nodesets", "partitions"),
-    no_reserved_slurm_names: ("nodesets", "partitions"),
-    no_names_of_others: ("name", "gitops", "slurm", "monitoring"),
-    derived_names_fit: ("name", "nodesets"),
-    image_references: ("images", "nodesets", "topology", "bridge"),
-    gitops_path: ("gitops",),
-    slurm_values: ("nodesets", "partitions", "controller"),
-    flat_file_values: ("policy", "slurm"),
-    sshd_extra_config: ("login",),
-    sssd_conf_file: ("login",),
-    extra_conf_overrides: ("nodesets", "partitions"),
-    fair_share_needs_accounting: ("scheduling", "accounting"),
-    reservations_match_capacity_type: ("nodesets",),
-    ami_version_matches_family: ("compute",),
-    fsx_settings: ("storage",),
-    fsx_zones: ("storage", "nodesets", "compute", "aws"),
-    region_coherence: ("aws", "compute", "nodesets", "storage", "secrets", "images", "gitops", "accounting"),
-    login_exposure: ("login",),
-    database_mode: ("accounting",),
-    secrets_mode: ("secrets", "accounting", "login"),
-    autoscaling: ("autoscaling", "monitoring", "nodesets", "metrics"),
-    identity_roles: ("aws", "storage", "secrets", "autoscaling", "nodesets", "directory"),
-    policy_references: ("policy", "partitions", "accounting", "scheduling"),
-    topology_rules: ("topology", "nodesets", "partitions"),
-    directory_settings: ("directory",),
-    directory_placement: ("directory", "storage", "secrets", "login", "aws"),
-    directory_user_names: ("directory", "policy"),
-    directory_admin_groups: ("directory", "policy"),
-    paths: ("storage", "directory", "login", "accounting", "secrets"),
-    pinned_images: ("versions", "images", "nodesets", "topology", "bridge"),
-    no_labels_of_others: ("metrics",),
-    policy_users_are_people: ("policy", "directory", "bridge"),
-    directory_ids_not_root: ("directory",),
-    bridge_rules: ("bridge", "partitions", "nodesets", "policy", "accounting", "gitops", "slurm", "monitoring"),
-}
-
 EVERYTHING = "*"  # in `failed`: the schema failed at the top level, so no rule can trust any section
 
 
-def run(spec: dict[str, Any], rules: tuple[Rule, ...] = RULES, failed: frozenset[str] = frozenset()) -> list[Finding]:
+def run(spec: dict[str, Any], rules: tuple[SpecRule, ...] = RULES, failed: frozenset[str] = frozenset()) -> list[Finding]:
     """All findings of the rules whose sections are schema-valid, in rule order.
 
-    `rules` is RULES plus the catalog rules (the loader passes both). `failed` names the top-level sections
-    with schema errors. A rule from another layer declares its sections as a `reads` attribute (the instance
-    catalog's, the Region's registry); one that declares none runs only when the whole spec passed the schema."""
+    `rules` is RULES plus the catalog rules (the loader passes both), each declared with `@rule(sections)`
+    (slurmgen/rule.py); one that declares none reads everything, so it runs only on a schema-valid spec.
+    `failed` names the top-level sections with schema errors."""
     findings: list[Finding] = []
-    for rule in rules:
-        reads = READS.get(rule) or getattr(rule, "reads", None)
-        if failed and (reads is None or EVERYTHING in failed or failed.intersection(reads)):
+    for each in rules:
+        if failed and (EVERYTHING in failed or not each.reads or failed.intersection(each.reads)):
             continue
-        findings.extend(rule(spec))
+        findings.extend(each(spec))
     return findings

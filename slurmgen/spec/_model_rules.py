@@ -3,20 +3,22 @@
 A rule here runs on the built `ClusterSpec`, once the spec's shape and cross-field rules passed
 (_checks.py, on the raw document), so it never re-derives from raw dicts what the model and the plan
 compute: the zones a NodePool requires (`ClusterSpec.pool_zones`, charts/compute.py), the most slurmd
-pods a nodeset can run (`NodeSetSpec.ceiling`, plan/nodesets.py `max_nodes`). It yields the same
-(field path, message) pairs as every rule; the loader shows them with item names and the YAML line.
+pods a nodeset can run (`NodeSetSpec.ceiling`, plan/nodesets.py `max_nodes`). It is declared as every rule
+is (slurmgen/rule.py) and yields the same (field path, message) pairs; the loader shows them with item
+names and the YAML line.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import Iterator
 
+from ..rule import Finding, Rule, rule
 from .model import ClusterSpec
 
-Finding = tuple[str, str]
-ModelRule = Callable[[ClusterSpec], Iterator[Finding]]
+ModelRule = Rule[ClusterSpec]
 
 
+@rule("nodesets", "storage", "compute")
 def placement_group_zone(spec: ClusterSpec) -> Iterator[Finding]:
     """A cluster placement group is in one zone: its nodeset's NodePool must require exactly that one.
 
@@ -35,6 +37,7 @@ def placement_group_zone(spec: ClusterSpec) -> Iterator[Finding]:
                    "set the nodeset's zones to the group's zone")
 
 
+@rule("nodesets")
 def max_nodes_hold_the_ceiling(spec: ClusterSpec) -> Iterator[Finding]:
     """maxNodes (the NodePool's limits.nodes) holds the most slurmd pods the nodeset can run, one per node."""
     for index, ns in enumerate(spec.nodesets):
@@ -50,4 +53,4 @@ MODEL_RULES: tuple[ModelRule, ...] = (placement_group_zone, max_nodes_hold_the_c
 
 def run(spec: ClusterSpec, rules: tuple[ModelRule, ...] = MODEL_RULES) -> list[Finding]:
     """Every finding of the model rules, in rule order."""
-    return [finding for rule in rules for finding in rule(spec)]
+    return [finding for each in rules for finding in each(spec)]

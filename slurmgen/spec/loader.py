@@ -30,7 +30,7 @@ MARIADB_NAME = "mariadb"  # the in-cluster MariaDB CR and its Service
 Catalog = Mapping[str, InstanceType]
 
 
-def rules_for(catalog: Catalog | None = None) -> tuple[_checks.Rule, ...]:
+def rules_for(catalog: Catalog | None = None) -> tuple[_checks.SpecRule, ...]:
     """Every cross-field rule a spec must pass: the spec's own, the Region's add-on registry, then
     instance fit against `catalog`.
 
@@ -103,11 +103,11 @@ def parse_text(source: str, text: str, *, catalog: Catalog | None = None) -> Clu
     return _load(Path(source), text, rules_for(catalog))
 
 
-def _load(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> ClusterSpec:
+def _load(path: Path, text: str, rules: tuple[_checks.SpecRule, ...]) -> ClusterSpec:
     return _validate(path, text, rules)[1]
 
 
-def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> tuple[dict[str, Any], ClusterSpec]:
+def _validate(path: Path, text: str, rules: tuple[_checks.SpecRule, ...]) -> tuple[dict[str, Any], ClusterSpec]:
     """The spec's merged, defaulted data and its model once every check passed; SpecError with every
     problem otherwise. The rules on derived facts (_model_rules) judge the model, once the others passed."""
     source = str(path)
@@ -153,7 +153,7 @@ def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> tuple[d
     failed = _schema.failed_sections(data) if findings or secret else frozenset()
     full = _schema.with_defaults(data)
     # Cross-field rules still run on the sections that passed the schema, so one run reports every
-    # independent problem; a rule reading a section with a schema error is skipped (_checks.READS).
+    # independent problem; a rule reading a section with a schema error is skipped (its `@rule` sections).
     findings += _checks.run(full, rules, failed)
     # A field the schema or a rule already refuses (a bind password given as a value, a password in the
     # directory's sssd settings) gets that more specific line only, not the scanner's echo of it.

@@ -137,6 +137,6 @@ def placement_group_selector(value: str) -> dict[str, str]:
     matching `^pg-[0-9a-z]+$`, mutually exclusive (CEL rule), and only resolves an existing group
     (pkg/controllers/nodeclass/placementgroup.go: `PlacementGroupNotFound` otherwise, the nodeclass
     is not ready). It adds no zone requirement for a cluster group: the zone check is ours
-    (spec/_checks.py placement_group_zone).
+    (spec/_model_rules.py placement_group_zone).
     """
     return {"id": value} if PLACEMENT_GROUP_ID.match(value) else {"name": value}

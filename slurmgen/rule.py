@@ -1,8 +1,9 @@
 """The one way to declare a spec rule: `@rule("nodesets", "partitions")` over a function of the spec.
 
 A rule yields (field path, message) findings. `reads` names the top-level spec sections it reads: the
-loader runs it only when those passed the schema (none declared: the whole spec; spec/_checks.py run), so a schema error is not
-echoed by a cross-field rule, while the rules on valid sections still report in the same run.
+loader runs it only when those passed the schema (none declared: the whole spec; spec/_checks/ run),
+so a schema error is not echoed by a cross-field rule, while the rules on valid sections still report
+in the same run.
 tests/test_checks.py proves each declaration complete. Rules of every layer (the spec's own, the
 instance catalog's, the Region's registry, the model's) are declared the same way.
 """

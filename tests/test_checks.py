@@ -9,6 +9,7 @@ import yaml
 
 from slurmgen.spec import SpecError, loader, parse_text
 from slurmgen.spec import _checks, _schema
+from slurmgen.spec._checks import aws
 from slurmgen.spec._yaml import decode, load_yaml
 
 from .conftest import EXAMPLES, MINIMAL_SPEC
@@ -105,7 +106,7 @@ def test_failed_sections_name_the_top_level_keys_with_errors():
 ])
 def test_the_region_of_a_zone_name(zone, region):
     # GIVEN an availability zone name  WHEN its region is asked  THEN it is the name less its letter
-    assert _checks.zone_region(zone) == region
+    assert aws.zone_region(zone) == region
 
 
 def test_garbage_anywhere_is_a_spec_error_never_a_crash():
@@ -152,7 +153,7 @@ def _networks(*cidrs):
 
 
 def test_public_addresses_counts_the_union_minus_private_space():
-    from slurmgen.spec._checks import public_addresses
+    from slurmgen.spec._checks.access import public_addresses
     # GIVEN two halves of the address space: together the whole internet minus private/reserved space
     halves = public_addresses(_networks("0.0.0.0/1", "128.0.0.0/1"))
     assert halves == public_addresses(_networks("0.0.0.0/0"))

@@ -1,7 +1,7 @@
 """Rules on a fact the generator derives from the model: judged with the very function the charts use.
 
 A rule here runs on the built `ClusterSpec`, once the spec's shape and cross-field rules passed
-(_checks.py, on the raw document), so it never re-derives from raw dicts what the model and the plan
+(_checks/, on the raw document), so it never re-derives from raw dicts what the model and the plan
 compute: the zones a NodePool requires (`ClusterSpec.pool_zones`, charts/compute.py), the most slurmd
 pods a nodeset can run (`NodeSetSpec.ceiling`, plan/nodesets.py `max_nodes`). It is declared as every rule
 is (slurmgen/rule.py) and yields the same (field path, message) pairs; the loader shows them with item

@@ -16,6 +16,7 @@ from ..catalog.rules import catalog_rule
 from . import secrets_scan
 from . import _checks, _model_rules, _schema, _text
 from . import _topology as _topology_rules
+from ._checks.names import include_in_all
 from .errors import dotted
 from ._yaml import UnreadableFile, YamlSyntaxError, field_lines, load_yaml, read_text
 from .errors import Problem, SpecError, name_keyed
@@ -494,7 +495,7 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
     sm = d["metrics"]["serviceMonitor"]
     db = d["accounting"]["database"]
     compute = _compute(d)
-    partitions = tuple(_partitions(d["partitions"], [ns["name"] for ns in d["nodesets"] if _checks.include_in_all(ns)],
+    partitions = tuple(_partitions(d["partitions"], [ns["name"] for ns in d["nodesets"] if include_in_all(ns)],
                                    _topology_rules.settings(d)))
 
     def build_nodeset(ns: dict[str, Any]) -> NodeSetSpec:
@@ -510,7 +511,7 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
                 ids=tuple(reservation.get("ids", ())), tags=pairs(reservation.get("tags", {}))),
             scaling_mode=ns["scalingMode"],
             autoscale=_autoscale(ns.get("autoscale")),
-            include_in_all=_checks.include_in_all(ns),
+            include_in_all=include_in_all(ns),
             allow_mixed_types=ns["allowMixedTypes"],
             placement_group=ns.get("placementGroup"),
         )

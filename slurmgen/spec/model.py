@@ -534,7 +534,7 @@ class ClusterSpec:
     def pool_zones(self, ns: NodeSetSpec) -> tuple[str, ...]:
         """Zones a nodeset's nodes may use (its NodePool's zone requirement): with FSx, its zone (no
         cross-zone Lustre traffic), unless the nodeset lists zones of its own (which must include the FSx
-        zone, spec/_checks.py fsx_zones): a spot nodeset spread over zones finds capacity more often, and
+        zone, spec/_checks/aws.py fsx_zones): a spot nodeset spread over zones finds capacity more often, and
         pays cross-zone traffic for it. Read by charts/compute.py and the placement group rule."""
         fsx = self.storage.fsx
         if fsx.enabled and fsx.zone and not ns.own_zones:

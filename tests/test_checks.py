@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -210,3 +211,14 @@ def test_every_rule_of_every_layer_is_declared_one_way():
     # THEN each is declared with @rule (its sections on it), and no second registry of sections is left
     assert all(isinstance(rule, Rule) for rule in rules), [r for r in rules if not isinstance(r, Rule)]
     assert not hasattr(_checks, "READS")
+
+
+def test_the_document_rules_are_split_by_topic():
+    # GIVEN the package of the rules on the spec document
+    from tests.conftest import REPO
+    modules = sorted((REPO / "slurmgen" / "spec" / "_checks").glob("*.py"))
+    # THEN it has one module per topic, each short enough to read at once, and every rule is in RULES
+    assert len(modules) >= 8
+    assert all(len(m.read_text().splitlines()) <= 300 for m in modules), [m.name for m in modules]
+    declared = {name for m in modules for name in re.findall(r"^@rule\([^)]*\)\ndef (\w+)", m.read_text(), re.M)}
+    assert declared == {r.__name__ for r in _checks.RULES} - {"pinned_images", "topology_rules"}

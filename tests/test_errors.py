@@ -213,3 +213,14 @@ def test_every_stage_reports_the_one_problem_type():
     assert str(found[1]).startswith("ConfigMap x: ")
     assert str(found[2]) == "c/slurm/controller.yaml: spec.extraConf: A is set twice with different values (1, 2); only one can hold"
     assert found[2].check == "duplicate-key"
+
+
+def test_a_problem_shows_its_fix_after_what_is_wrong():
+    # GIVEN a problem whose fix is given apart from what is wrong, and one that says both in one sentence
+    from slurmgen.errors import Problem
+    apart = Problem("c/slurm/a.yaml", "spec.extraConf", "X=1 overrides X=2", fix="set it through the Controller instead")
+    joined = Problem("c.yaml", "name", "too long; shorten it", line=3)
+    # THEN both print as one line WHERE[:LINE]: PATH: WHAT; FIX, and `message` is the line without where
+    assert str(apart) == "c/slurm/a.yaml: spec.extraConf: X=1 overrides X=2; set it through the Controller instead"
+    assert apart.message == "X=1 overrides X=2; set it through the Controller instead"
+    assert str(joined) == "c.yaml:3: name: too long; shorten it"

@@ -281,7 +281,7 @@ def _attention(cluster: str, old: Tree, new: Tree) -> list[str]:
                 notes.append(f"nodes: {label} changes {', '.join('spec.' + k for k in others)} "
                              "(nodes drift and are replaced once empty)")
     if old and new:  # the first install is checked at synth; here: the waves of this change
-        notes += [f"slurm.conf at a sync wave: {p.what}" for p in wave_problems(cluster, old, new)]
+        notes += [f"slurm.conf at a sync wave: {p.message}" for p in wave_problems(cluster, old, new)]
     notes = _stateful_adds(notes)
     notes += _image_changes(_image_tags(old), _image_tags(new))
     gone = sorted(_policy_names(old) - _policy_names(new))

@@ -65,12 +65,12 @@ def policy_problems(cluster: RenderedCluster) -> Iterator[Problem]:
     for rel, obj in cluster.files.items():
         where = f"{cluster.spec.name}/{rel}"
         if obj.get("kind") == "Secret" and (obj.get("data") or obj.get("stringData")):
-            yield Problem(where, "", "a Secret with data would put a secret value in git; reference it instead")
+            yield Problem(where, "", "a Secret with data would put a secret value in git", fix="reference it instead")
         for finding in scan_rendered(obj):  # backstop: the spec's own scan names the field and the fix
-            yield Problem(where, "", f"{finding}, which would land in git; keep it in a Secret and reference it")
+            yield Problem(where, "", f"{finding}, which would land in git", fix="keep it in a Secret and reference it")
         for image in images(obj):  # chart values' image maps too
             if reason := floating_image(image):
-                yield Problem(where, "", f"image {image!r} {reason}; pin a patch release or a sha256 digest")
+                yield Problem(where, "", f"image {image!r} {reason}", fix="pin a patch release or a sha256 digest")
 
 
 def placement_problems(cluster: RenderedCluster, catalog: Mapping[str, InstanceType]) -> Iterator[Problem]:

@@ -129,8 +129,8 @@ def _partition_topology(cluster: str, state: Tree, eff: Effective, w: int, scena
         problems.append(Problem(
             where, fld,
             f"PartitionName={name} Topology={topo}: no topology {topo} after wave {w} of {scenario} ({have}); "
-            "slurmctld exits on a partition naming an unknown topology (Invalid partition topology); make the "
-            "partition flat in one commit, then remove the partition or its topology in the next",
+            "slurmctld exits on a partition naming an unknown topology (Invalid partition topology)",
+            fix="make the partition flat in one commit, then remove the partition or its topology in the next",
             check="partition-topology"))
     return problems
 
@@ -205,7 +205,8 @@ def key_problems(cluster: str, tree: Tree, eff: Effective) -> list[Problem]:
             s = owned[key.lower()]
             problems.append(Problem(ctl, "spec.extraConf",
                                     f"{key}={value} overrides {s.key}={s.value}, which slurm-operator 1.2.1 writes "
-                                    "itself (controller_config.go:buildSlurmConf); set it through the Controller instead", check="operator-owned-key"))
+                                    "itself (controller_config.go:buildSlurmConf)", fix="set it through the Controller instead",
+                                    check="operator-owned-key"))
     problems += _duplicates(ctl, "spec.extraConf", [(k, v) for k, v in ours if k.lower() not in owned], "")
     conf = parse(eff.slurm.text)
     for name, entities in sorted(conf.partitions.items()):
@@ -227,7 +228,8 @@ def key_problems(cluster: str, tree: Tree, eff: Effective) -> list[Problem]:
                 if key.lower() in extra:
                     problems.append(Problem(f"{cluster}/{rel}", "spec.extraConf",
                                             f"{key} is written by slurm-operator 1.2.1 itself "
-                                            "(accounting_config.go:buildSlurmdbdConf); set it through the Accounting", check="operator-owned-key"))
+                                            "(accounting_config.go:buildSlurmdbdConf)", fix="set it through the Accounting",
+                                            check="operator-owned-key"))
     return problems
 
 

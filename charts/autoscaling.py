@@ -31,7 +31,7 @@ def partitions_of(spec: ClusterSpec, nodeset: str) -> list[str]:
     """Partitions whose pending demand scales this nodeset: its own partitions (no other nodeset) when
     it has any, since jobs queued in a shared partition may be waiting for another nodeset's nodes;
     else every partition it belongs to."""
-    own = [p.name for p in spec.partitions if p.nodesets == (nodeset,)]
+    own = [p.name for p in spec.sole_partitions(nodeset)]
     return own or [p.name for p in spec.partitions if nodeset in p.nodesets]
 
 

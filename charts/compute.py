@@ -87,7 +87,7 @@ class ComputeChart(UnitChart):
             {"key": ARCH_LABEL, "operator": "In", "values": [it.arch]},
             {"key": OS_LABEL, "operator": "In", "values": ["linux"]},
         ]
-        zones = plan_zones(self.spec, plan)
+        zones = self.spec.pool_zones(plan.nodeset)
         if zones:
             requirements.append({"key": ZONE_LABEL, "operator": "In", "values": list(zones)})
         template_spec: dict[str, Any] = {
@@ -111,16 +111,6 @@ class ComputeChart(UnitChart):
         }
         emit(self, api_version="karpenter.sh/v1", kind="NodePool", name=plan.nodepool,
              labels=self._labels(plan), annotations=wave(1), body={"spec": body})
-
-
-def plan_zones(spec: ClusterSpec, plan: NodeSetPlan) -> tuple[str, ...]:
-    """Zones a nodeset's nodes may use: with FSx, its zone (no cross-zone Lustre traffic), unless the
-    nodeset lists zones of its own (which must include the FSx zone, spec/_checks.py fsx_zones):
-    a spot nodeset spread over zones finds capacity more often, and pays cross-zone traffic for it."""
-    fsx = spec.storage.fsx
-    if fsx.enabled and fsx.zone and not plan.nodeset.own_zones:
-        return (fsx.zone,)
-    return plan.nodeset.zones
 
 
 def node_pool_limits(plan: NodeSetPlan) -> dict[str, str]:
@@ -148,6 +138,6 @@ def placement_group_selector(value: str) -> dict[str, str]:
     matching `^pg-[0-9a-z]+$`, mutually exclusive (CEL rule), and only resolves an existing group
     (pkg/controllers/nodeclass/placementgroup.go: `PlacementGroupNotFound` otherwise, the nodeclass
     is not ready). It adds no zone requirement for a cluster group: the zone check is ours
-    (spec/_checks.py placement_group_zone).
+    (spec/_model_rules.py placement_group_zone).
     """
     return {"id": value} if PLACEMENT_GROUP_ID.match(value) else {"name": value}

@@ -1,6 +1,6 @@
 """The Slurm cluster as Slinky v1beta1 custom resources: Controller, RestApi, Accounting, LoginSet, NodeSets.
 
-Pitfalls avoided (slinky-operator.md §3.8): every container wrapper sets `image` (the operator has
+Pitfalls avoided (slurm-operator v1.2.1, its CRDs and controllers): every container wrapper sets `image` (the operator has
 no defaults); NodeSet `extraConf` is single-space `Key=Value` tokens; `partition.config` is one
 line; `ssh` is never emitted half-set; config files are ConfigMaps named in `configFileRefs` and
 synced before the Controller, whose webhook reads them at admission; partitions only name nodesets
@@ -311,18 +311,10 @@ class SlurmClusterChart(UnitChart):
         else:
             # Autoscaled: created at min, then KEDA owns the count (Argo CD ignores it, see apps).
             body["replicas"] = ns.autoscale.min if ns.autoscale else ns.replicas
-        own = own_partition(self.spec.partitions, ns.name)
+        own = self.spec.own_partition(ns.name)
         if own is not None:
             body["partition"] = {"enabled": True, "config": " ".join(own.config_tokens(default_memory(own, self.plans)))}
         self._cr("NodeSet", naming.nodeset_cr(ns.name), WAVE_WORKERS, body)
-
-
-def own_partition(partitions: tuple[Partition, ...], nodeset: str) -> Partition | None:
-    """The partition the NodeSet itself declares: same name as the nodeset and no other members."""
-    for part in partitions:
-        if part.name == nodeset and part.nodesets == (nodeset,) and not part.all_nodesets:
-            return part
-    return None
 
 
 def default_memory(part: Partition, plans: Mapping[str, NodeSetPlan]) -> tuple[str, ...]:
@@ -389,7 +381,7 @@ def controller_extra_conf(spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -
         lines += ["PreemptType=preempt/qos", "PreemptMode=REQUEUE"]
     lines += nodeset_lines(spec)
     for part in spec.partitions:
-        if own_partition(spec.partitions, part.name) is part:
+        if spec.own_partition(part.name) is part:
             continue  # declared by its NodeSet, with the operator's own NodeSet line
         # [ALL] is written as its resolved list: Nodes=ALL would also take the spot and autoscaled
         # nodesets that did not opt in (includeInAll), and every node of any kind added later.

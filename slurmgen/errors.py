@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass, field
 from typing import Iterable
 
 
@@ -27,6 +28,40 @@ class UserError(Exception):
         if stdout is not None:
             self.stdout = stdout
         super().__init__("\n".join(self.lines))
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing the user must fix, printed as one line `WHERE[:LINE]: PATH: WHAT` by every stage.
+
+    `where` is what holds the fault: a spec file, a file of dist/ as `<cluster>/<path>`, or a rendered
+    object as `Kind namespace/name`. `line` (1-based) is where that file writes the field, when known:
+    the form editors and CI annotations jump to. `path` is the field inside `where` ('' for all of it).
+    `what` says what is wrong; `fix` what to do about it, shown after it (`WHAT; FIX`); a stage whose
+    message reads as one sentence keeps both in `what`. `check` names the check that found it, when the
+    stage names its checks (slurm_files.CHECKS); it is not shown."""
+
+    where: str
+    path: str
+    what: str
+    line: int | None = None
+    fix: str = field(default="", compare=False)
+    check: str = field(default="", compare=False)
+
+    @property
+    def message(self) -> str:
+        """What is wrong and the fix, without where: `WHAT; FIX`."""
+        return f"{self.what}; {self.fix}" if self.fix else self.what
+
+    def __str__(self) -> str:
+        path = f"{self.path}: " if self.path else ""
+        at = f":{self.line}" if self.line is not None else ""
+        return printable(f"{self.where}{at}: {path}{self.message}")
+
+
+def lines(problems: Iterable[Problem]) -> list[str]:
+    """The lines a stage raises or prints: one per problem."""
+    return [str(p) for p in problems]
 
 
 #: Characters that show as nothing yet are not control or format characters: Unicode's

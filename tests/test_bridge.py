@@ -18,7 +18,8 @@ from charts.policy import declared, flat_file
 from slurmgen.review.bridge_words import bridge_view
 from slurmgen.review.explain import explain_one
 from slurmgen.review.summary import summarize
-from slurmgen.spec import _checks, parse_text
+from slurmgen.spec import parse_text
+from slurmgen.spec._checks.bridge import _namespace_owner
 from slurmgen.spec.model import Bridge
 from slurmgen.synth.build import render
 from tests.conftest import SPECS
@@ -73,7 +74,7 @@ def test_bridge_namespaces_refuse_every_namespace_the_tree_renders_into(rendered
         raw.setdefault("slurm", {}).update(namespace=cluster.spec.namespace, operatorNamespace=cluster.spec.operator_namespace)
         raw.setdefault("monitoring", {}).setdefault("kubePrometheusStack", {})["namespace"] = cluster.spec.kube_prometheus_stack.namespace
         # THEN the bridge check names an owner for each of them
-        unowned = sorted(ns for ns in spaces if _checks._namespace_owner(raw, ns) is None)
+        unowned = sorted(ns for ns in spaces if _namespace_owner(raw, ns) is None)
         assert unowned == [], cluster.spec.name
 
 

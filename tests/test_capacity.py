@@ -184,17 +184,29 @@ FSX = {"fsx": {"enabled": True, "sizeGiB": 1200, "zone": "us-west-2a", "static":
 ])
 def test_the_zone_rule_and_the_node_pool_resolve_the_same_zones(compute_zones, own_zones, fsx, expected):
     # GIVEN a spec with compute zones, maybe nodeset zones of its own, maybe FSx
-    import yaml
-
-    from charts.compute import plan_zones
-    from slurmgen.spec._checks import nodeset_zones
-    from slurmgen.spec._schema import with_defaults
     text = spec_text(nodeset={"zones": own_zones} if own_zones else None, compute={"zones": compute_zones},
                      **({"storage": FSX} if fsx else {}))
     spec = parse_text("t.yaml", text)
-    raw = with_defaults(yaml.safe_load(text))
-    # WHEN the placement-group rule and the NodePool each resolve the nodeset's zones
-    rule = tuple(nodeset_zones(raw, raw["nodesets"][0]))
-    pool = plan_zones(spec, plan_cluster(spec)["gpu"])
-    # THEN they agree, so the one-zone check judges what the NodePool will require
-    assert rule == pool == expected
+    # WHEN the model resolves the nodeset's zones (the one function the NodePool and the placement-group rule read)
+    zones = spec.pool_zones(spec.nodesets[0])
+    # THEN they are the expected ones
+    assert zones == expected
+
+
+def test_each_derived_fact_has_one_home():
+    # GIVEN the rules and the charts that once derived the same facts each in their own way
+    import inspect
+
+    import charts.compute
+    import charts.slurm_cluster
+    from slurmgen.catalog import rules
+    from slurmgen.spec import _checks
+    # THEN the NodePool zones, the node ceiling and the own partition are each computed in one place (the model)
+    assert not hasattr(_checks, "nodeset_zones") and not hasattr(charts.compute, "plan_zones")
+    assert "maxNodes\"" not in inspect.getsource(rules) and "ceiling =" not in inspect.getsource(rules)
+    assert not hasattr(charts.slurm_cluster, "own_partition")
+    # AND the spec rule and the plan size a nodeset with the one function (catalog/mixed.py fit)
+    from slurmgen.plan import nodesets
+    for module in (rules, nodesets):
+        source = inspect.getsource(module)
+        assert "fit(catalog" in source and "interchangeable(" not in source and "lookup(" not in source

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import yaml
 
 from slurmgen.spec import SpecError, loader, parse_text
 from slurmgen.spec import _checks, _schema
+from slurmgen.spec._checks import aws
 from slurmgen.spec._yaml import decode, load_yaml
 
 from .conftest import EXAMPLES, MINIMAL_SPEC
@@ -44,10 +46,9 @@ SPECS = _schema_valid_specs()
 def test_every_rule_declares_the_sections_it_reads():
     # GIVEN the spec layer's rules and the schema's top-level sections
     sections = set(_schema.schema()["properties"])
-    # THEN each rule has a READS entry naming only real sections
-    assert set(_checks.RULES) == set(_checks.READS)
-    for rule, reads in _checks.READS.items():
-        assert set(reads) <= sections, rule.__name__
+    # THEN each rule declares (@rule) only real sections
+    for rule in _checks.RULES:
+        assert rule.reads and set(rule.reads) <= sections, rule.__name__
 
 
 @pytest.mark.parametrize("rule", _checks.RULES, ids=[r.__name__ for r in _checks.RULES])
@@ -55,9 +56,9 @@ def test_a_rule_needs_nothing_beyond_its_declared_sections(rule):
     assert len(SPECS) > 40
     for name, spec in SPECS:
         # GIVEN a schema-valid spec cut down to the sections the rule declares
-        cut = {key: value for key, value in spec.items() if key in _checks.READS[rule]}
+        cut = {key: value for key, value in spec.items() if key in rule.reads}
         # WHEN the rule runs on it
-        # THEN it finds exactly what it finds on the whole spec (a KeyError means READS is incomplete)
+        # THEN it finds exactly what it finds on the whole spec (a KeyError means its @rule sections are incomplete)
         assert list(rule(cut)) == list(rule(spec)), name
 
 
@@ -73,8 +74,10 @@ def test_a_schema_error_skips_only_the_rules_reading_that_section():
 
 def test_a_rule_from_another_layer_runs_only_on_a_schema_valid_spec():
     # GIVEN a rule registered from outside the spec layer (it declares no sections) that records its calls
+    from slurmgen.rule import rule as declare
     calls = []
 
+    @declare()
     def rule(spec):
         calls.append(spec["nodesets"][0]["replicas"])
         return iter(())
@@ -104,7 +107,7 @@ def test_failed_sections_name_the_top_level_keys_with_errors():
 ])
 def test_the_region_of_a_zone_name(zone, region):
     # GIVEN an availability zone name  WHEN its region is asked  THEN it is the name less its letter
-    assert _checks.zone_region(zone) == region
+    assert aws.zone_region(zone) == region
 
 
 def test_garbage_anywhere_is_a_spec_error_never_a_crash():
@@ -151,7 +154,7 @@ def _networks(*cidrs):
 
 
 def test_public_addresses_counts_the_union_minus_private_space():
-    from slurmgen.spec._checks import public_addresses
+    from slurmgen.spec._checks.access import public_addresses
     # GIVEN two halves of the address space: together the whole internet minus private/reserved space
     halves = public_addresses(_networks("0.0.0.0/1", "128.0.0.0/1"))
     assert halves == public_addresses(_networks("0.0.0.0/0"))
@@ -191,10 +194,31 @@ LAYER_RULES = [rule for rule in loader.rules_for() if rule not in _checks.RULES]
 def test_the_catalogs_rules_declare_their_sections_and_need_nothing_beyond(rule):
     """Issue 21 item 3: the instance catalog's rule declared nothing, so any schema error hid an unknown type."""
     # GIVEN a rule of the catalog layer (instance fit, the Region's registry)
-    reads = getattr(rule, "reads", None)
+    reads = rule.reads
     # THEN it names the sections it reads, real ones
     assert reads and set(reads) <= set(_schema.schema()["properties"]), rule.__name__
     for name, spec in SPECS:
         # AND on a schema-valid spec cut down to them it finds what it finds on the whole spec
         cut = {key: value for key, value in spec.items() if key in reads}
         assert list(rule(cut)) == list(rule(spec)), name
+
+
+def test_every_rule_of_every_layer_is_declared_one_way():
+    # GIVEN the rules the loader runs: the spec's own, the catalog's, the Region's registry's, the model's
+    from slurmgen.rule import Rule
+    from slurmgen.spec import _model_rules
+    rules = (*loader.rules_for(), *_model_rules.MODEL_RULES)
+    # THEN each is declared with @rule (its sections on it), and no second registry of sections is left
+    assert all(isinstance(rule, Rule) for rule in rules), [r for r in rules if not isinstance(r, Rule)]
+    assert not hasattr(_checks, "READS")
+
+
+def test_the_document_rules_are_split_by_topic():
+    # GIVEN the package of the rules on the spec document
+    from tests.conftest import REPO
+    modules = sorted((REPO / "slurmgen" / "spec" / "_checks").glob("*.py"))
+    # THEN it has one module per topic, each short enough to read at once, and every rule is in RULES
+    assert len(modules) >= 8
+    assert all(len(m.read_text().splitlines()) <= 300 for m in modules), [m.name for m in modules]
+    declared = {name for m in modules for name in re.findall(r"^@rule\([^)]*\)\ndef (\w+)", m.read_text(), re.M)}
+    assert declared == {r.__name__ for r in _checks.RULES} - {"pinned_images", "topology_rules"}

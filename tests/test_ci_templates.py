@@ -72,7 +72,7 @@ def test_workflow_steps_run_the_readme_commands_in_order(steps):
     # THEN install, test, check: each exactly as the README names it, in that order
     assert index["make install"] < index["make test"] < index["make check"]
     # AND nothing is fetched: the CRD schemas are vendored in the package
-    assert not any("slurmgen.verify.schemas.sources" in r for r in runs)
+    assert not any("slurmgen.maintain.crd_schemas" in r for r in runs)
     # AND the summary compares with the pull request's base branch, on pull requests only
     summary = next(s for s in steps if "--summary" in s.get("run", ""))
     assert summary["run"].startswith('.venv/bin/python main.py --summary --base "origin/$BASE_REF"')

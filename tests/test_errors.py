@@ -162,7 +162,7 @@ def test_a_leading_zero_number_is_refused_only_where_the_field_takes_only_text()
     # WHEN it is the account ID (text only) THEN the line says to quote it
     with pytest.raises(SpecError) as err:
         parse_text("c.yaml", text.replace("X", "012345678901").replace("Y", "1"))
-    assert [p.message.split("; ")[-1] for p in err.value.problems] == ['quote it: accountId: "012345678901"']
+    assert [p.what.split("; ")[-1] for p in err.value.problems] == ['quote it: accountId: "012345678901"']
 
 
 def test_the_plain_reader_without_field_types_reads_text_as_before():
@@ -195,3 +195,32 @@ def test_a_document_end_marker_at_the_end_is_harmless():
     # GIVEN `...` as the last line (the document ends where the file does) / THEN it is read
     from slurmgen.spec._yaml import load_yaml
     assert load_yaml("a: 1\n...\n") == {"a": 1}
+
+
+def test_every_stage_reports_the_one_problem_type():
+    # GIVEN a bad spec, an object the cluster would reject, and a slurm.conf key set twice
+    from slurmgen.errors import Problem
+    from slurmgen.verify.schemas import Validator
+    from slurmgen.verify.slurm_files import _duplicates
+    with pytest.raises(SpecError) as err:
+        parse_text("c.yaml", "name: [\n")
+    bad_object = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "dataz": {}}
+    # WHEN each stage reports them
+    found = [*err.value.problems, *Validator.create().validate(bad_object),
+             *_duplicates("c/slurm/controller.yaml", "spec.extraConf", [("A", "1"), ("a", "2")], "")]
+    # THEN every one is an errors.Problem, printed WHERE: PATH: WHAT
+    assert [type(p) for p in found] == [Problem] * 3
+    assert str(found[1]).startswith("ConfigMap x: ")
+    assert str(found[2]) == "c/slurm/controller.yaml: spec.extraConf: A is set twice with different values (1, 2); only one can hold"
+    assert found[2].check == "duplicate-key"
+
+
+def test_a_problem_shows_its_fix_after_what_is_wrong():
+    # GIVEN a problem whose fix is given apart from what is wrong, and one that says both in one sentence
+    from slurmgen.errors import Problem
+    apart = Problem("c/slurm/a.yaml", "spec.extraConf", "X=1 overrides X=2", fix="set it through the Controller instead")
+    joined = Problem("c.yaml", "name", "too long; shorten it", line=3)
+    # THEN both print as one line WHERE[:LINE]: PATH: WHAT; FIX, and `message` is the line without where
+    assert str(apart) == "c/slurm/a.yaml: spec.extraConf: X=1 overrides X=2; set it through the Controller instead"
+    assert apart.message == "X=1 overrides X=2; set it through the Controller instead"
+    assert str(joined) == "c.yaml:3: name: too long; shorten it"

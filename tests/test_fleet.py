@@ -66,7 +66,7 @@ def test_extends_cycle_is_reported(tmp_path):
     with pytest.raises(SpecError) as err:
         load_spec(spec)
     [problem] = err.value.problems
-    assert problem.path == "extends" and "extends itself through" in problem.message
+    assert problem.path == "extends" and "extends itself through" in problem.what
 
 
 def test_missing_base_is_reported(tmp_path):

@@ -31,6 +31,7 @@ LAYERS: dict[str, float] = {
     "slurmgen.run": 9, "slurmgen.run.render": 9.1, "slurmgen.run.parallel": 9.2, "slurmgen.run.launch": 9.3,
     "slurmgen.run.pipeline": 9.4,
     "slurmgen.cli": 10,
+    "slurmgen.maintain": 11,  # maintenance commands (the network refresh of the CRD schemas): no render imports them
 }
 SOURCES = sorted([*REPO.glob("slurmgen/**/*.py"), *REPO.glob("charts/*.py"), *REPO.glob("apps/*.py")])
 
@@ -88,3 +89,51 @@ def test_the_rule_sees_every_form_of_an_upward_import(source, name, upward):
     # WHEN its imports are judged against its layer / THEN exactly the upward ones are found
     own = layer(name)[0]
     assert sorted(m for m in imported(source, name) if layer(m)[0] > own) == upward
+
+
+def _module_of(name: str, known: set[str]) -> str:
+    """The module an imported name lives in: `pkg.mod.func` -> `pkg.mod` (a name may be a module itself)."""
+    while name not in known and "." in name:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def import_cycles(sources: dict[str, tuple[str, bool]]) -> list[list[str]]:
+    """Every cycle of module imports (lazy and TYPE_CHECKING ones too) among `sources`: name -> (text, package)."""
+    known = set(sources)
+    graph = {name: {_module_of(m, known) for m in imported(text, name, package)} & known - {name}
+             for name, (text, package) in sources.items()}
+    cycles, done, path = [], set(), []
+
+    def visit(node: str) -> None:
+        if node in path:
+            cycles.append(path[path.index(node):] + [node])
+            return
+        if node in done:
+            return
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            # a package's __init__ importing its own submodules is how a package is built, not a cycle
+            if not (nxt == node.rpartition(".")[0] and sources[nxt][1]):
+                visit(nxt)
+        path.pop()
+        done.add(node)
+
+    for name in sorted(graph):
+        visit(name)
+    return cycles
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    # GIVEN every module of the generator, with its lazy and type-only imports
+    sources = {module_name(p): (p.read_text(), p.name == "__init__.py") for p in SOURCES}
+    # WHEN the import graph is walked / THEN it has no cycle (a lazy import that hides one is a cycle too)
+    assert import_cycles(sources) == []
+
+
+def test_the_cycle_rule_sees_a_cycle_hidden_behind_a_lazy_import():
+    # GIVEN two modules, one importing the other inside a function, the other back for type checking only
+    sources = {"slurmgen.a": ("def f():\n    from . import b\n", False),
+               "slurmgen.b": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import T\n", False)}
+    # WHEN the cycles are searched / THEN that one is found
+    assert import_cycles(sources) == [["slurmgen.a", "slurmgen.b", "slurmgen.a"]]

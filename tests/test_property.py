@@ -16,7 +16,7 @@ from slurmgen.catalog.catalog import load_catalog
 from slurmgen.catalog.sizing import SizingError, pod_resources
 from slurmgen.write.output import dump
 from slurmgen.spec import parse_text
-from slurmgen.spec._checks import include_in_all
+from slurmgen.spec._checks.names import include_in_all
 from slurmgen.verify.objects import verify
 
 CATALOG = load_catalog()

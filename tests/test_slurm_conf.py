@@ -308,7 +308,7 @@ def test_features_keep_the_spec_order_without_the_nodeset_name():
 
 def test_every_combination_of_spot_and_autoscale_defaults_as_documented():
     # includeInAll defaults to true only for on-demand (or reserved) nodesets that do not autoscale
-    from slurmgen.spec._checks import include_in_all
+    from slurmgen.spec._checks.names import include_in_all
     for capacity, autoscale in itertools.product(["on-demand", "reserved", "spot"], [None, {"min": 0, "max": 2}]):
         ns = {"capacityType": capacity, "autoscale": autoscale}
         assert include_in_all(ns) == (capacity != "spot" and autoscale is None)

@@ -65,3 +65,27 @@ def test_the_spec_schema_is_a_valid_2020_12_schema():
     from slurmgen.spec._schema import schema
 
     Draft202012Validator.check_schema(schema())
+
+
+@pytest.mark.parametrize(("model", "field", "schema_path"), [
+    ("AwsIdentity", "mode", ("aws", "identity", "mode")),
+    ("GitOpsSettings", "root_destination_server", ("gitops", "rootDestinationServer")),
+    ("GitOpsSettings", "argocd_install", ("gitops", "argocdInstall")),
+    ("NodeSetSpec", "scaling_mode", ("nodesets", "scalingMode")),
+    ("Directory", "shell_fallback", ("directory", "shell", "fallback")),
+    ("MariaDbSettings", "max_user_connections", ("accounting", "database", "inCluster", "maxUserConnections")),
+    ("Database", "password_revision", ("accounting", "database", "passwordRevision")),
+])
+def test_a_default_the_schema_holds_is_not_repeated_in_the_model(model, field, schema_path):
+    # GIVEN a spec key whose default the schema declares, and the model field it fills
+    import dataclasses
+
+    from slurmgen.spec import _schema, model as models
+    node = _schema.schema()
+    for key in schema_path:
+        node = node["properties"][key]
+        node = node.get("items", node) if key == "nodesets" else node
+    assert "default" in node
+    # THEN the model's field has no default of its own: the value is written once, in the schema
+    spec_field = next(f for f in dataclasses.fields(getattr(models, model)) if f.name == field)
+    assert spec_field.default is dataclasses.MISSING

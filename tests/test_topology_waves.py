@@ -152,9 +152,9 @@ def test_a_controller_partition_naming_an_undeclared_topology_is_reported_at_ins
     ctl["extraConf"] = ctl["extraConf"].replace("Topology=block-reserved", "Topology=block-nowhere")
     problems = wave_problems("training", {}, head)
     # THEN it is reported on the Controller's extraConf
-    assert [(p.check, p.where, p.field) for p in problems] == [
+    assert [(p.check, p.where, p.path) for p in problems] == [
         ("partition-topology", "training/slurm/controller-slurm.yaml", "spec.extraConf")]
-    assert "PartitionName=reserved Topology=block-nowhere: no topology block-nowhere" in problems[0].message
+    assert "PartitionName=reserved Topology=block-nowhere: no topology block-nowhere" in problems[0].what
 
 
 def test_topology_off_in_one_commit_is_reported_and_in_two_commits_is_safe(as_tree):
@@ -167,7 +167,7 @@ def test_topology_off_in_one_commit_is_reported_and_in_two_commits_is_safe(as_tr
     assert [(p.check, p.where) for p in problems] == [
         ("partition-topology", "training/slurm/nodeset-slurm-worker-h200.yaml")]
     assert "Topology=tree: no topology tree after wave 2 of this change (no topology.yaml is mounted" \
-        in problems[0].message
+        in problems[0].what
     # WHEN first every partition is made flat (topology still on), then topology is turned off
     flat = files(training(RESERVED_FLAT, topology={"default": "flat"}))
     # THEN both steps are safe
@@ -180,9 +180,9 @@ def test_removing_a_block_partition_in_one_commit_is_reported_and_after_making_i
     gone = files(training({"reserved": DROP}))
     # THEN block-reserved leaves topology.yaml at wave 0 while the old Controller still names it: reported
     problems = wave_problems("training", as_tree, gone)
-    assert [(p.check, p.where, p.field) for p in problems] == [
+    assert [(p.check, p.where, p.path) for p in problems] == [
         ("partition-topology", "training/slurm/controller-slurm.yaml", "spec.extraConf")]
-    assert "PartitionName=reserved Topology=block-reserved: no topology block-reserved after wave 0" in problems[0].message
+    assert "PartitionName=reserved Topology=block-reserved: no topology block-reserved after wave 0" in problems[0].what
     # AND made flat first (block-reserved still declared: it is eligible), then removed, both steps are safe
     flat = files(training(RESERVED_FLAT))
     assert "block-reserved" in declared(flat)

@@ -21,11 +21,12 @@ pod template and one `extraConf`. So:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .catalog import InstanceType
-from .sizing import DEFAULT_RESERVE, DaemonSetReserve, PodShape, pod_resources, threads_per_core
+from .sizing import DEFAULT_RESERVE, DaemonSetReserve, PodShape, SizingError, lookup, pod_resources, threads_per_core
 
 
 def _differs(types: Sequence[InstanceType], fact: Callable[[InstanceType], Any],
@@ -96,6 +97,41 @@ def pod_resources_for(types: Sequence[InstanceType], *, gpus_per_pod: int | None
         accelerator_resource=shapes[0].accelerator_resource,
         efa=min(s.efa for s in shapes),
     )
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How a nodeset's instance types hold its slurmd pod (`shape`), or why they cannot (`problems`).
+
+    Each problem is (field, message): the field under the nodeset (`instanceType`, `instanceType[1]`,
+    `gpusPerPod`) or a `compute.` path. The spec rule reports them all; the plan sizes with `shape`."""
+
+    types: tuple[InstanceType, ...]
+    shape: PodShape | None
+    problems: tuple[tuple[str, str], ...] = ()
+
+
+def fit(catalog: Mapping[str, InstanceType], names: Sequence[str], *, efa: bool, allow_mixed: bool,
+        gpus_per_pod: int | None, reserve: DaemonSetReserve) -> Fit:
+    """The one sizing of a nodeset, read by the spec rule (catalog/rules.py) and the plan (plan/nodesets.py):
+    every type known, the types interchangeable, and one slurmd pod shape that fits each of them."""
+    types: list[InstanceType] = []
+    unknown: list[tuple[str, str]] = []
+    for index, name in enumerate(names):
+        try:
+            types.append(lookup(catalog, name))
+        except SizingError as err:
+            unknown.append(("instanceType" if len(names) == 1 else f"instanceType[{index}]", str(err)))
+    if unknown:
+        return Fit(tuple(types), None, tuple(unknown))
+    mismatch = interchangeable(types, efa=efa, allow_mixed=allow_mixed)
+    if mismatch:
+        return Fit(tuple(types), None, tuple(("instanceType", problem) for problem in mismatch))
+    try:
+        shape = pod_resources_for(types, gpus_per_pod=gpus_per_pod, efa=efa, reserve=reserve)
+    except SizingError as err:
+        return Fit(tuple(types), None, ((err.field, str(err)),))
+    return Fit(tuple(types), shape)
 
 
 def type_names(raw_nodeset: dict[str, Any]) -> tuple[str, ...]:

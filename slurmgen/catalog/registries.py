@@ -12,6 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..rule import Finding, rule
+
 DATA = Path(__file__).with_name("eks_addon_registries.json")
 
 
@@ -31,7 +33,8 @@ def efa_plugin_deployed(spec: dict[str, Any]) -> bool:
     return spec["compute"]["devicePlugins"]["efa"] and any(ns["efa"] for ns in spec["nodesets"])
 
 
-def region_has_registry(spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
+@rule("aws", "compute", "nodesets")
+def region_has_registry(spec: dict[str, Any]) -> Iterator[Finding]:
     """Spec rule: the add-on images we deploy (EFA device plugin) need the Region's registry."""
     region = spec["aws"]["region"]
     if efa_plugin_deployed(spec) and region not in eks_addon_registries():
@@ -39,6 +42,3 @@ def region_has_registry(spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
                f"no Amazon EKS add-on image registry is known for {region!r} (the EFA device plugin image comes "
                f"from it); add the Region to slurmgen/catalog/{DATA.name} from the AWS table it cites")
 
-
-# The spec sections it reads (spec/_checks.py run): it runs whenever those passed the schema.
-region_has_registry.reads = ("aws", "compute", "nodesets")  # type: ignore[attr-defined]

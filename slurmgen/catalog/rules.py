@@ -8,13 +8,13 @@ depends on which module happened to be imported first.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
+from ..rule import Finding, Rule, rule
 from .catalog import NEURON, NVIDIA_GPU, InstanceType
-from .mixed import interchangeable, pod_resources_for, type_names
-from .sizing import DaemonSetReserve, SizingError, lookup
+from .mixed import fit, type_names
+from .sizing import DaemonSetReserve
 
-Finding = tuple[str, str]
 
 # Device plugins slurmgen does not deploy, by the resource they advertise: the spec must say each is
 # installed, or the slurmd pods would wait forever for a resource no node offers.
@@ -37,48 +37,27 @@ def _plugin_missing(it: InstanceType, plugins: Mapping[str, Any]) -> str | None:
 
 def nodesets_fit(spec: dict[str, Any], catalog: Mapping[str, InstanceType]) -> Iterator[Finding]:
     """Unknown instance types, lists of types that cannot share one pod (catalog/mixed.py), GPUs per pod above
-    the instance's, uneven splits, EFA where there is none, types too small for a slurmd pod, device
-    plugins not installed, and a maxNodes too small for the replicas."""
+    the instance's, uneven splits, EFA where there is none, types too small for a slurmd pod, and device
+    plugins not installed. (The node ceiling is judged on the model: spec/_model_rules.py.)"""
     raw = spec["compute"]["daemonSetReserve"]
     reserve = DaemonSetReserve(cpu_m=raw["cpuMillicores"], memory_mi=raw["memoryMiB"], percent=raw["percent"])
     for index, ns in enumerate(spec["nodesets"]):
-        names = type_names(ns)
-        field = f"nodesets[{index}].instanceType"
-        types: list[InstanceType] = []
-        for t_index, name in enumerate(names):
-            try:
-                types.append(lookup(catalog, name))
-            except SizingError as err:
-                yield (field if len(names) == 1 else f"{field}[{t_index}]"), str(err)
-        if len(types) != len(names):
+        sized = fit(catalog, type_names(ns), efa=ns["efa"], allow_mixed=ns["allowMixedTypes"],
+                    gpus_per_pod=ns.get("gpusPerPod"), reserve=reserve)
+        if sized.problems:
+            yield from ((where if where.startswith("compute.") else f"nodesets[{index}].{where}", problem)
+                        for where, problem in sized.problems)
             continue
-        mismatch = interchangeable(types, efa=ns["efa"], allow_mixed=ns["allowMixedTypes"])
-        if mismatch:
-            yield from ((field, problem) for problem in mismatch)
-            continue
-        try:
-            pod_resources_for(types, gpus_per_pod=ns.get("gpusPerPod"), efa=ns["efa"], reserve=reserve)
-        except SizingError as err:
-            yield (err.field if err.field.startswith("compute.") else f"nodesets[{index}].{err.field}"), str(err)
-            continue
-        it = types[0]  # same accelerators on every type (interchangeable)
-        missing = _plugin_missing(it, spec["compute"]["devicePlugins"])
+        # the same accelerators on every type (interchangeable)
+        missing = _plugin_missing(sized.types[0], spec["compute"]["devicePlugins"])
         if missing:
-            yield field, missing
-        ceiling = ns["autoscale"]["max"] if "autoscale" in ns else ns["replicas"]
-        if ns.get("maxNodes", ceiling) < ceiling:
-            what = "autoscale.max" if "autoscale" in ns else "replicas"
-            yield (f"nodesets[{index}].maxNodes",
-                   f"{ceiling} {what} need {ceiling} {it.instance_type} nodes (one slurmd each); "
-                   f"maxNodes is {ns['maxNodes']}")
+            yield f"nodesets[{index}].instanceType", missing
 
 
-def catalog_rule(catalog: Mapping[str, InstanceType]) -> Callable[[dict[str, Any]], Iterator[Finding]]:
-    """``nodesets_fit`` bound to one catalog, in the shape of the spec layer's other rules."""
-    def rule(spec: dict[str, Any]) -> Iterator[Finding]:
+def catalog_rule(catalog: Mapping[str, InstanceType]) -> Rule[dict[str, Any]]:
+    """``nodesets_fit`` bound to one catalog, declared as every spec rule is. It still runs when another
+    section fails the schema, so an unknown instance type is reported in the same run as, say, a bad aws.region."""
+    def nodesets_fit_here(spec: dict[str, Any]) -> Iterator[Finding]:
         return nodesets_fit(spec, catalog)
-    rule.__name__ = rule.__qualname__ = "nodesets_fit"
-    # The spec sections it reads (spec/_checks.py run): it still runs when another section fails the schema,
-    # so an unknown instance type is reported in the same run as, say, a bad aws.region.
-    rule.reads = ("compute", "nodesets")  # type: ignore[attr-defined]
-    return rule
+    nodesets_fit_here.__name__ = "nodesets_fit"
+    return rule("compute", "nodesets")(nodesets_fit_here)

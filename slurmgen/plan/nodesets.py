@@ -12,8 +12,8 @@ from typing import Mapping
 
 from ..kube import naming
 from ..catalog.catalog import InstanceType, load_catalog
-from ..catalog.mixed import interchangeable, pod_resources_for
-from ..catalog.sizing import DaemonSetReserve, PodShape, SizingError, format_node_conf, lookup, slurm_node_conf
+from ..catalog.mixed import fit
+from ..catalog.sizing import DaemonSetReserve, PodShape, SizingError, format_node_conf, slurm_node_conf
 from ..spec import ClusterSpec, NodeSetSpec
 from ..spec.model import Toleration
 from ..kube.vocabulary import INSTANCE_TYPE_LABEL, NODEPOOL_LABEL
@@ -176,12 +176,13 @@ def reserve_of(spec: ClusterSpec) -> DaemonSetReserve:
 
 def plan_nodeset(spec: ClusterSpec, ns: NodeSetSpec, catalog: Mapping[str, InstanceType]) -> NodeSetPlan:
     """Size one nodeset; raises SizingError (a user-facing message) when it cannot fit."""
-    types = tuple(lookup(catalog, name) for name in ns.instance_types)
-    mismatch = interchangeable(types, efa=ns.efa, allow_mixed=ns.allow_mixed_types)
-    if mismatch:
-        raise SizingError(mismatch[0])
+    sized = fit(catalog, ns.instance_types, efa=ns.efa, allow_mixed=ns.allow_mixed_types,
+                gpus_per_pod=ns.gpus_per_pod, reserve=reserve_of(spec))
+    if sized.shape is None:  # the spec rule (catalog/rules.py) refused it already, with every problem
+        field, message = sized.problems[0]
+        raise SizingError(message, field)
+    types, shape = sized.types, sized.shape
     it = types[0]
-    shape = pod_resources_for(types, gpus_per_pod=ns.gpus_per_pod, efa=ns.efa, reserve=reserve_of(spec))
     bridged = spec.bridged(ns.name)
     return NodeSetPlan(nodeset=ns, instance=it, shape=shape, nodepool=naming.nodepool(spec.name, ns.name),
                        taints=_taints(it) + ((BRIDGE_TAINT,) if bridged else ()),

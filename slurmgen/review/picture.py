@@ -22,13 +22,29 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping, Protocol
 
 from ..catalog.catalog import InstanceType
 from ..kube.vocabulary import NODEPOOL_LABEL
 
-if TYPE_CHECKING:  # summary imports this module; the type is only for the checker
-    from .summary import NodeSetCapacity
+
+class NodeSetCapacity(Protocol):
+    """What the picture reads of one NodeSet's capacity; summary.NodeSetCapacity has it (summary
+    imports this module, so the picture names the fields it needs rather than importing it back)."""
+
+    @property
+    def partitions(self) -> tuple[str, ...]: ...
+    @property
+    def instance_types(self) -> tuple[str, ...]: ...
+    @property
+    def replicas(self) -> int: ...
+    @property
+    def max_nodes(self) -> int: ...
+    @property
+    def accelerators(self) -> int: ...
+    @property
+    def capacity_type(self) -> str: ...
+
 
 Obj = dict[str, Any]
 Tree = Mapping[str, Obj]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-Finding = tuple[str, str]
+from ..rule import Finding, rule
 
 #: `26.05-ubuntu26.04`: major.minor and a flavor, no patch: the tag every patch release moves.
 FLOATING = re.compile(r"^(?P<minor>[0-9]+\.[0-9]+)-(?P<flavor>[a-z][a-z0-9.]*)$")
@@ -122,6 +122,7 @@ def _image_refs(spec: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield "bridge.labelerImage", bridge_labeler
 
 
+@rule("versions", "images", "nodesets", "topology", "bridge")
 def pinned_images(spec: dict[str, Any]) -> Iterator[Finding]:
     """Refuse a floating tag in versions.slurmImageTag and in every image reference the spec takes."""
     tag = spec["versions"]["slurmImageTag"]

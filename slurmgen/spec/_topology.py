@@ -12,8 +12,8 @@ from itertools import pairwise
 from typing import Any, Iterator
 
 from ..catalog.topology_types import DATA, default_topology_nodeset, fewest_layers, has_topology, unlabelled
+from ..rule import Finding, rule
 
-Finding = tuple[str, str]
 LAYER_LABEL = "topology.k8s.aws/network-node-layer-"
 MAX_BLOCK_LEVELS = 16  # src/plugins/topology/block/block_record.h; block_record.c _list_to_bitmap
 TOPOLOGY_NAMES = {"tree": "tree", "flat": "flat"}  # block topologies are named block-<partition>
@@ -63,6 +63,7 @@ def _block_sizes_problem(sizes: list[int]) -> str | None:
     return None
 
 
+@rule("topology", "nodesets", "partitions")
 def topology_rules(spec: dict[str, Any]) -> Iterator[Finding]:
     """Topology nodesets exist and carry EC2 topology labels; partition topologies are on, labelled, and
     their block sizes are valid and fit the partition's maximum Slurm nodes."""

@@ -1,30 +1,13 @@
-"""Problems found in a spec, reported one line each as `FILE: field.path: what is wrong`."""
+"""Problems found in a spec, reported one line each as `FILE:LINE: field.path: what is wrong` (`errors.Problem`)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ..errors import UserError, printable
+from ..errors import Problem, UserError
 
-
-@dataclass(frozen=True, order=True)
-class Problem:
-    """One thing wrong with one spec file, with the field path and the fix.
-
-    `line` (1-based) is where the file writes that field, when it does: `FILE:LINE: path: message`,
-    the form editors and CI annotations jump to."""
-
-    file: str
-    path: str
-    message: str
-    line: int | None = None
-
-    def __str__(self) -> str:
-        where = f"{self.path}: " if self.path else ""
-        at = f":{self.line}" if self.line is not None else ""
-        return printable(f"{self.file}{at}: {where}{self.message}")
+__all__ = ["Problem", "SpecError", "dotted", "name_keyed"]
 
 
 class SpecError(UserError):

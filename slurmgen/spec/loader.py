@@ -14,8 +14,9 @@ from ..catalog.mixed import type_names
 from ..catalog.registries import region_has_registry
 from ..catalog.rules import catalog_rule
 from . import secrets_scan
-from . import _checks, _schema, _text
+from . import _checks, _model_rules, _schema, _text
 from . import _topology as _topology_rules
+from ._checks.names import include_in_all
 from .errors import dotted
 from ._yaml import UnreadableFile, YamlSyntaxError, field_lines, load_yaml, read_text
 from .errors import Problem, SpecError, name_keyed
@@ -30,7 +31,7 @@ MARIADB_NAME = "mariadb"  # the in-cluster MariaDB CR and its Service
 Catalog = Mapping[str, InstanceType]
 
 
-def rules_for(catalog: Catalog | None = None) -> tuple[_checks.Rule, ...]:
+def rules_for(catalog: Catalog | None = None) -> tuple[_checks.SpecRule, ...]:
     """Every cross-field rule a spec must pass: the spec's own, the Region's add-on registry, then
     instance fit against `catalog`.
 
@@ -68,10 +69,10 @@ def load_specs(paths: Iterable[Path], *, catalog: Catalog | None = None,
             if str(path) in known:
                 specs.append(_build(str(path), dict(known[str(path)])))  # fresh from JSON: not shared
                 continue
-            full = _validate(path, read_text(path), rules)
+            full, spec = _validate(path, read_text(path), rules)
             if data_out is not None:
                 data_out[str(path)] = copy.deepcopy(full)
-            specs.append(_build(str(path), full))
+            specs.append(spec)
         except UnreadableFile as err:
             problems.append(Problem(str(path), "", str(err)))
         except SpecError as err:
@@ -103,12 +104,13 @@ def parse_text(source: str, text: str, *, catalog: Catalog | None = None) -> Clu
     return _load(Path(source), text, rules_for(catalog))
 
 
-def _load(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> ClusterSpec:
-    return _build(str(path), _validate(path, text, rules))
+def _load(path: Path, text: str, rules: tuple[_checks.SpecRule, ...]) -> ClusterSpec:
+    return _validate(path, text, rules)[1]
 
 
-def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[str, Any]:
-    """The spec's merged, defaulted data once every check passed; SpecError with every problem otherwise."""
+def _validate(path: Path, text: str, rules: tuple[_checks.SpecRule, ...]) -> tuple[dict[str, Any], ClusterSpec]:
+    """The spec's merged, defaulted data and its model once every check passed; SpecError with every
+    problem otherwise. The rules on derived facts (_model_rules) judge the model, once the others passed."""
     source = str(path)
     extends = False
 
@@ -152,7 +154,7 @@ def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[st
     failed = _schema.failed_sections(data) if findings or secret else frozenset()
     full = _schema.with_defaults(data)
     # Cross-field rules still run on the sections that passed the schema, so one run reports every
-    # independent problem; a rule reading a section with a schema error is skipped (_checks.READS).
+    # independent problem; a rule reading a section with a schema error is skipped (its `@rule` sections).
     findings += _checks.run(full, rules, failed)
     # A field the schema or a rule already refuses (a bind password given as a value, a password in the
     # directory's sssd settings) gets that more specific line only, not the scanner's echo of it.
@@ -160,7 +162,11 @@ def _validate(path: Path, text: str, rules: tuple[_checks.Rule, ...]) -> dict[st
     findings = [f for f in secret if f[0] not in refused] + findings
     if findings:
         raise fail(findings, full)
-    return full
+    spec = _build(source, full)
+    derived = _model_rules.run(spec)
+    if derived:
+        raise fail(derived, full)
+    return full, spec
 
 
 # Where the secret belongs instead, by the field it was found in (first matching prefix wins).
@@ -489,7 +495,7 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
     sm = d["metrics"]["serviceMonitor"]
     db = d["accounting"]["database"]
     compute = _compute(d)
-    partitions = tuple(_partitions(d["partitions"], [ns["name"] for ns in d["nodesets"] if _checks.include_in_all(ns)],
+    partitions = tuple(_partitions(d["partitions"], [ns["name"] for ns in d["nodesets"] if include_in_all(ns)],
                                    _topology_rules.settings(d)))
 
     def build_nodeset(ns: dict[str, Any]) -> NodeSetSpec:
@@ -505,7 +511,7 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
                 ids=tuple(reservation.get("ids", ())), tags=pairs(reservation.get("tags", {}))),
             scaling_mode=ns["scalingMode"],
             autoscale=_autoscale(ns.get("autoscale")),
-            include_in_all=_checks.include_in_all(ns),
+            include_in_all=include_in_all(ns),
             allow_mixed_types=ns["allowMixedTypes"],
             placement_group=ns.get("placementGroup"),
         )

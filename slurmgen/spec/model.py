@@ -61,26 +61,29 @@ class Placement:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AwsIdentity:
-    """How the controllers that call AWS get their IAM role (aws.identity); see slurmgen/plan/identity.py."""
+    """How the controllers that call AWS get their IAM role (aws.identity); see slurmgen/plan/identity.py.
 
-    mode: str = "podIdentity"  # podIdentity | irsa
+    The spec's model repeats no default of the schema: a value the spec leaves out is the schema's
+    `default` (cluster.schema.json, applied by the loader), so it is written in one place."""
+
+    mode: str  # podIdentity | irsa
     fsx_csi_controller: str | None = None  # role ARNs
     external_secrets: str | None = None
     keda: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AwsSettings:
     region: str
     eks_cluster_name: str
     kubernetes_version: str
     account_id: str | None = None
-    identity: AwsIdentity = AwsIdentity()
+    identity: AwsIdentity
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GitOpsSettings:
     repo_url: str
     target_revision: str
@@ -88,8 +91,8 @@ class GitOpsSettings:
     argocd_namespace: str
     destination_server: str
     root_project: str
-    root_destination_server: str = "https://kubernetes.default.svc"
-    argocd_install: str = "plain"  # plain | helm | operator: who owns argocd-cm (argocd_settings.py)
+    root_destination_server: str
+    argocd_install: str  # plain | helm | operator: who owns argocd-cm (argocd_settings.py)
 
 
 @dataclass(frozen=True)
@@ -207,7 +210,7 @@ class Autoscale:
     polling_seconds: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NodeSetSpec:
     name: str
     instance_types: tuple[str, ...]  # one, or interchangeable types Karpenter picks from (catalog/mixed.py)
@@ -220,12 +223,12 @@ class NodeSetSpec:
     extra_slurmd_conf: Pairs = ()
     max_nodes: int | None = None
     zones: tuple[str, ...] = ()  # resolved: the nodeset's own, else compute.zones
-    own_zones: bool = False  # zones written on the nodeset itself: kept even when FSx pins compute.zones
+    own_zones: bool  # zones written on the nodeset itself: kept even when FSx pins compute.zones
     capacity_reservation: CapacityReservation | None = None
-    scaling_mode: str = "StatefulSet"
+    scaling_mode: str
     autoscale: Autoscale | None = None
-    include_in_all: bool = True  # resolved: spot and autoscaled nodesets default to False
-    allow_mixed_types: bool = False
+    include_in_all: bool  # resolved: spot and autoscaled nodesets default to False
+    allow_mixed_types: bool
     placement_group: str | None = None  # name or pg-id of an existing cluster placement group
 
     @property
@@ -286,7 +289,7 @@ class Login:
     service: LoginService
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Directory:
     """The site's LDAP or Active Directory (through LDAP) that sssd reads on login and slurmd pods.
 
@@ -317,9 +320,9 @@ class Directory:
     extra_sssd_conf: Pairs
     admin_groups: tuple[str, ...] = ()  # members: AdminLevel=Administrator (resolved by the accounts Job)
     operator_groups: tuple[str, ...] = ()  # members: AdminLevel=Operator
-    ldap_schema: str = "rfc2307bis"  # sssd ldap_schema: rfc2307bis | rfc2307 (kind ldap) | ad
+    ldap_schema: str  # sssd ldap_schema: rfc2307bis | rfc2307 (kind ldap) | ad
     override_shell: str | None = None  # every directory user's shell
-    shell_fallback: str = "/bin/bash"  # for a loginShell the image lacks
+    shell_fallback: str  # for a loginShell the image lacks
 
 
 @dataclass(frozen=True)
@@ -351,7 +354,7 @@ class Storage:
     shm_size_limit: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MariaDbSettings:
     storage_class_name: str
     size: str
@@ -359,7 +362,7 @@ class MariaDbSettings:
     cpu: str
     buffer_pool_size_mib: int
     max_allowed_packet_mib: int
-    max_user_connections: int = 200
+    max_user_connections: int
 
 
 @dataclass(frozen=True)
@@ -371,7 +374,7 @@ class KubePrometheusStack:
     storage_size: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Database:
     mode: str  # in-cluster | external
     host: str
@@ -381,7 +384,7 @@ class Database:
     password_secret: SecretKeyRef
     in_cluster: MariaDbSettings
     tls_ca: SecretKeyRef | None = None  # external only: ConfigMap name/key of the CA bundle
-    password_revision: int = 0  # bumped by hand after a rotation; rolls slurmdbd
+    password_revision: int  # bumped by hand after a rotation; rolls slurmdbd
 
     @property
     def managed(self) -> bool:
@@ -530,3 +533,22 @@ class ClusterSpec:
 
     def nodeset(self, name: str) -> NodeSetSpec:
         return next(ns for ns in self.nodesets if ns.name == name)
+
+    def pool_zones(self, ns: NodeSetSpec) -> tuple[str, ...]:
+        """Zones a nodeset's nodes may use (its NodePool's zone requirement): with FSx, its zone (no
+        cross-zone Lustre traffic), unless the nodeset lists zones of its own (which must include the FSx
+        zone, spec/_checks/aws.py fsx_zones): a spot nodeset spread over zones finds capacity more often, and
+        pays cross-zone traffic for it. Read by charts/compute.py and the placement group rule."""
+        fsx = self.storage.fsx
+        if fsx.enabled and fsx.zone and not ns.own_zones:
+            return (fsx.zone,)
+        return ns.zones
+
+    def sole_partitions(self, nodeset: str) -> tuple[Partition, ...]:
+        """The partitions that hold this nodeset and no other."""
+        return tuple(p for p in self.partitions if p.nodesets == (nodeset,))
+
+    def own_partition(self, nodeset: str) -> Partition | None:
+        """The partition the NodeSet declares itself: one of its sole partitions, named as the nodeset
+        and written as that name (not [ALL] resolving to it alone)."""
+        return next((p for p in self.sole_partitions(nodeset) if p.name == nodeset and not p.all_nodesets), None)

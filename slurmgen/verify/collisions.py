@@ -231,7 +231,7 @@ def spec_problems(specs: Iterable[ClusterSpec], others: Iterable[ClusterSpec] = 
                     continue
                 told.add(pair)
                 lines.append(_problem(row, held, partner))
-    return sorted(lines, key=lambda p: (p.file, p.path, p.message))
+    return sorted(lines, key=lambda p: (p.where, p.path, p.what))
 
 
 def _partner(held: _Held, group: list[_Held]) -> _Held | None:

@@ -16,7 +16,7 @@ retry such a refused update on every sync, so synth refuses it first, with what 
 A dynamic file system of another type grows: the StorageClass allows expansion, the CSI driver's
 ControllerExpandVolume calls fsx:UpdateFileSystem (aws-fsx-csi-driver v1.9.0, pkg/driver/controller.go,
 pkg/cloud/cloud.go). Its sizes need no base to check: every size the spec accepts (1200, 2400, then
-multiples of 2400; spec/_checks.py fsx_valid_size) that is larger than another is a multiple of
+multiples of 2400; spec/_checks/aws.py fsx_valid_size) that is larger than another is a multiple of
 2400 GiB, the increment UpdateFileSystem takes, and the driver's rounding (pkg/util/util.go
 RoundUpVolumeSize) leaves it as it is.
 """

@@ -14,6 +14,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from ..synth.rendered import RenderedCluster, floating_image, images
 from ..spec.secrets_scan import scan_rendered
 from ..catalog.catalog import InstanceType, load_catalog
+from ..errors import Problem, lines
 from .consistency import check_placement
 from ..plan.nodesets import reserve_of
 from .schemas import SchemaUnavailable
@@ -53,32 +54,33 @@ def prepare(crd_dir: Path | None, kubernetes_version: str) -> None:
     validator.prepare(KINDS)
 
 
-def schema_problems(cluster: RenderedCluster, crd_dir: Path | None) -> Iterator[str]:
+def schema_problems(cluster: RenderedCluster, crd_dir: Path | None) -> Iterator[Problem]:
     validator = _validator(crd_dir, cluster.spec.aws.kubernetes_version)
     for rel, obj in cluster.files.items():
-        for problem in validator.validate(obj):
-            yield f"{cluster.spec.name}/{rel}: {problem}"
+        for problem in validator.validate(obj):  # `Kind ns/name: path: what`, in the file that holds it
+            yield Problem(f"{cluster.spec.name}/{rel}: {problem.where}", problem.path, problem.what)
 
 
-def policy_problems(cluster: RenderedCluster) -> Iterator[str]:
+def policy_problems(cluster: RenderedCluster) -> Iterator[Problem]:
     for rel, obj in cluster.files.items():
         where = f"{cluster.spec.name}/{rel}"
         if obj.get("kind") == "Secret" and (obj.get("data") or obj.get("stringData")):
-            yield f"{where}: a Secret with data would put a secret value in git; reference it instead"
+            yield Problem(where, "", "a Secret with data would put a secret value in git", fix="reference it instead")
         for finding in scan_rendered(obj):  # backstop: the spec's own scan names the field and the fix
-            yield f"{where}: {finding}, which would land in git; keep it in a Secret and reference it"
+            yield Problem(where, "", f"{finding}, which would land in git", fix="keep it in a Secret and reference it")
         for image in images(obj):  # chart values' image maps too
             if reason := floating_image(image):
-                yield f"{where}: image {image!r} {reason}; pin a patch release or a sha256 digest"
+                yield Problem(where, "", f"image {image!r} {reason}", fix="pin a patch release or a sha256 digest")
 
 
-def placement_problems(cluster: RenderedCluster, catalog: Mapping[str, InstanceType]) -> Iterator[str]:
+def placement_problems(cluster: RenderedCluster, catalog: Mapping[str, InstanceType]) -> Iterator[Problem]:
     reserve = reserve_of(cluster.spec)
-    for line in check_placement(cluster.files, catalog, reserve):
-        yield f"{cluster.spec.name}/{line}"
+    for line in check_placement(cluster.files, catalog, reserve):  # `<file>: what`
+        rel, _, what = line.partition(": ")
+        yield Problem(f"{cluster.spec.name}/{rel}", "", what)
 
 
-def project_problems(cluster: RenderedCluster) -> Iterator[str]:
+def project_problems(cluster: RenderedCluster) -> Iterator[Problem]:
     """The AppProject must name what it allows: a glob character would let a child deploy elsewhere.
 
     Argo CD matches sourceRepos and destinations as globs (argo-cd v3.5.1 util/glob over gobwas/glob:
@@ -91,25 +93,25 @@ def project_problems(cluster: RenderedCluster) -> Iterator[str]:
                    *(d.get(k, "") for d in spec.get("destinations", []) for k in ("server", "namespace", "name")),
                    *(w.get(k, "") for w in spec.get("clusterResourceWhitelist", []) for k in ("group", "kind"))]
         if any(set(str(e)) & GLOB_CHARACTERS for e in entries):
-            yield (f"{cluster.spec.name}/{rel}: the AppProject must list repositories, destinations and kinds "
-                   "explicitly (no glob character: * ? [ ] { } ! \\)")
+            yield Problem(f"{cluster.spec.name}/{rel}", "", "the AppProject must list repositories, destinations and "
+                          "kinds explicitly (no glob character: * ? [ ] { } ! \\)")
 
 
 def static_checks(clusters: Sequence[RenderedCluster],
                   catalog: Mapping[str, InstanceType] | None = None) -> list[str]:
     """Policy and placement checks, one line per problem; `catalog` is the one the clusters were rendered with."""
     catalog = catalog if catalog is not None else load_catalog()
-    problems: list[str] = []
+    problems: list[Problem] = []
     for cluster in clusters:
         problems += policy_problems(cluster)
         problems += project_problems(cluster)
         problems += placement_problems(cluster, catalog)
-    return problems
+    return lines(problems)
 
 
 def schema_checks(clusters: Sequence[RenderedCluster], *, crd_dir: Path | None = None) -> list[str]:
     """Every object against its schema; raises SchemaUnavailable when the CRD schemas cannot be read."""
-    return [line for cluster in clusters for line in schema_problems(cluster, crd_dir)]
+    return lines(problem for cluster in clusters for problem in schema_problems(cluster, crd_dir))
 
 
 def verify(clusters: Sequence[RenderedCluster], *, crd_dir: Path | None = None,

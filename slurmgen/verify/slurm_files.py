@@ -4,15 +4,15 @@ A CR can be valid against its schema and still give slurmctld a file it rejects 
 key set twice, a key the operator owns overridden, a partition naming a NodeSet that does not
 exist yet at the sync wave the Controller arrives, cgroup constraints without task/cgroup, a QoS
 the policy does not create, a default memory larger than a node. Each problem is one line,
-`<cluster>/<file>: <field>: <what is wrong>`.
+`<cluster>/<file>: <field>: <what is wrong>` (`errors.Problem`, its `check` one of CHECKS).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..catalog.catalog import load_catalog
+from ..errors import Problem, lines
 from ..catalog.sizing import threads_per_core
 from ..kube.vocabulary import INSTANCE_TYPE_LABEL, SYNC_OPTIONS, SYNC_WAVE
 from ..slurmconf.operator import Effective, Tree, Unresolved, controllers, effective, nodesets_for, parse_conf_kv, slurm_nodeset_name
@@ -41,22 +41,9 @@ DBD_OWNED = ("DbdHost", "DbdPort", "SlurmUser", "AuthType", "AuthAltTypes", "Sto
 CONSTRAINTS = ("ConstrainCores", "ConstrainRAMSpace", "ConstrainDevices", "ConstrainSwapSpace")
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One problem with the effective configuration; `check` is one of CHECKS."""
-
-    check: str
-    where: str    # <cluster>/<relative path>
-    field: str    # e.g. spec.extraConf
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.field}: {self.message}"
-
-
 def blocking(problems: Iterable[Problem]) -> list[str]:
     """The lines that fail synth: one per problem."""
-    return [str(p) for p in problems]
+    return lines(problems)
 
 
 # -- sync waves ----------------------------------------------------------------------------------
@@ -140,10 +127,11 @@ def _partition_topology(cluster: str, state: Tree, eff: Effective, w: int, scena
         have = (f"{TOPOLOGY_YAML} declares {', '.join(names)}" if names != NO_TOPOLOGY_FILE
                 else f"no {TOPOLOGY_YAML} is mounted (only the topology 'default' exists)")
         problems.append(Problem(
-            "partition-topology", where, fld,
+            where, fld,
             f"PartitionName={name} Topology={topo}: no topology {topo} after wave {w} of {scenario} ({have}); "
-            "slurmctld exits on a partition naming an unknown topology (Invalid partition topology); make the "
-            "partition flat in one commit, then remove the partition or its topology in the next"))
+            "slurmctld exits on a partition naming an unknown topology (Invalid partition topology)",
+            fix="make the partition flat in one commit, then remove the partition or its topology in the next",
+            check="partition-topology"))
     return problems
 
 
@@ -161,8 +149,8 @@ def wave_problems(cluster: str, base: Tree, head: Tree) -> list[Problem]:
         try:
             eff = effective(state)
         except Unresolved as err:
-            problems.append(Problem("operator-build", f"{cluster}/{UNIT}", "sync waves",
-                                    f"at wave {w} of {scenario} the operator cannot build slurm.conf: {err}"))
+            problems.append(Problem(f"{cluster}/{UNIT}", "sync waves",
+                                    f"at wave {w} of {scenario} the operator cannot build slurm.conf: {err}", check="operator-build"))
             continue
         if eff is None:
             continue
@@ -177,9 +165,10 @@ def wave_problems(cluster: str, base: Tree, head: Tree) -> list[Problem]:
                 why = (f"NodeSet {later[1]} arrives at wave {later[0]}" if later else
                        "no NodeSet of that name is rendered")
                 problems.append(Problem(
-                    "partition-nodes", f"{cluster}/{eff.controller}", "spec.extraConf",
+                    f"{cluster}/{eff.controller}", "spec.extraConf",
                     f"PartitionName={name} Nodes={member}: no NodeSet {member} in slurm.conf after wave {w} "
-                    f"of {scenario} ({why}); slurmctld rejects a partition naming an unknown node"))
+                    f"of {scenario} ({why}); slurmctld rejects a partition naming an unknown node",
+                    check="partition-nodes"))
     return problems
 
 
@@ -191,8 +180,8 @@ def _duplicates(where: str, fld: str, pairs: Iterable[tuple[str, str]], what: st
     for key, value in pairs:
         values.setdefault(key.lower(), []).append(value)
         names.setdefault(key.lower(), key)
-    return [Problem("duplicate-key", where, fld, f"{what}{names[k]} is set twice with different values "
-                                                 f"({', '.join(v)}); only one can hold")
+    return [Problem(where, fld, f"{what}{names[k]} is set twice with different values "
+                                                 f"({', '.join(v)}); only one can hold", check="duplicate-key")
             for k, v in values.items() if len(set(v)) > 1]
 
 
@@ -214,16 +203,17 @@ def key_problems(cluster: str, tree: Tree, eff: Effective) -> list[Problem]:
     for key, value in ours:
         if key.lower() in owned:
             s = owned[key.lower()]
-            problems.append(Problem("operator-owned-key", ctl, "spec.extraConf",
+            problems.append(Problem(ctl, "spec.extraConf",
                                     f"{key}={value} overrides {s.key}={s.value}, which slurm-operator 1.2.1 writes "
-                                    "itself (controller_config.go:buildSlurmConf); set it through the Controller instead"))
+                                    "itself (controller_config.go:buildSlurmConf)", fix="set it through the Controller instead",
+                                    check="operator-owned-key"))
     problems += _duplicates(ctl, "spec.extraConf", [(k, v) for k, v in ours if k.lower() not in owned], "")
     conf = parse(eff.slurm.text)
     for name, entities in sorted(conf.partitions.items()):
         if len(entities) > 1:
-            problems.append(Problem("duplicate-key", ctl, "spec.extraConf",
+            problems.append(Problem(ctl, "spec.extraConf",
                                     f"PartitionName={name} is defined {len(entities)} times (a NodeSet's own partition "
-                                    "and the Controller's extraConf); slurmctld keeps one"))
+                                    "and the Controller's extraConf); slurmctld keeps one", check="duplicate-key"))
         for entity in entities:
             where, fld = _partition_origin(cluster, tree, eff, entity)
             problems += _duplicates(where, fld, entity.params, f"PartitionName={name}: ")
@@ -236,9 +226,10 @@ def key_problems(cluster: str, tree: Tree, eff: Effective) -> list[Problem]:
             extra = parse_conf_kv(str(obj["spec"].get("extraConf") or ""))
             for key in DBD_OWNED:
                 if key.lower() in extra:
-                    problems.append(Problem("operator-owned-key", f"{cluster}/{rel}", "spec.extraConf",
+                    problems.append(Problem(f"{cluster}/{rel}", "spec.extraConf",
                                             f"{key} is written by slurm-operator 1.2.1 itself "
-                                            "(accounting_config.go:buildSlurmdbdConf); set it through the Accounting"))
+                                            "(accounting_config.go:buildSlurmdbdConf)", fix="set it through the Accounting",
+                                            check="operator-owned-key"))
     return problems
 
 
@@ -252,9 +243,9 @@ def task_plugin_problems(cluster: str, eff: Effective) -> list[Problem]:
     plugins = (parse(eff.slurm.text).get("TaskPlugin") or "").lower().split(",")
     if not on or "task/cgroup" in plugins:
         return []
-    return [Problem("task-plugin", f"{cluster}/{eff.controller}", "spec.extraConf",
+    return [Problem(f"{cluster}/{eff.controller}", "spec.extraConf",
                     f"cgroup.conf sets {', '.join(f'{k}=yes' for k in on)} but slurm.conf has no TaskPlugin with "
-                    "task/cgroup (default task/none): the constraints are never applied")]
+                    "task/cgroup (default task/none): the constraints are never applied", check="task-plugin")]
 
 
 def _policy_qos(tree: Tree) -> set[str] | None:
@@ -283,8 +274,8 @@ def qos_problems(cluster: str, tree: Tree, eff: Effective) -> list[Problem]:
                 if qos and qos.upper() != "ALL" and qos not in known:
                     where, fld = _partition_origin(cluster, tree, eff, entities[-1])
                     source = "the policy (accounts.cfg)" if policy is not None else "any policy (none is rendered)"
-                    problems.append(Problem("partition-qos", where, fld,
-                                            f"PartitionName={name} {key}={value}: QoS {qos} is not created by {source}"))
+                    problems.append(Problem(where, fld,
+                                            f"PartitionName={name} {key}={value}: QoS {qos} is not created by {source}", check="partition-qos"))
     return problems
 
 
@@ -328,9 +319,9 @@ def memory_problems(cluster: str, tree: Tree, eff: Effective) -> list[Problem]:
                 if memory is None or not count or int(value) * count <= memory:
                     continue
                 where, fld = _partition_origin(cluster, tree, eff, part)
-                problems.append(Problem("default-memory", where, fld,
+                problems.append(Problem(where, fld,
                                         f"PartitionName={name} {key}={value} x {count} {unit}s of NodeSet {member} = "
-                                        f"{int(value) * count} MB exceeds its RealMemory={memory}"))
+                                        f"{int(value) * count} MB exceeds its RealMemory={memory}", check="default-memory"))
     return problems
 
 
@@ -340,7 +331,7 @@ def problems(cluster: str, tree: Tree) -> list[Problem]:
         eff = effective(tree)
     except Unresolved as err:
         where = next(iter(controllers(tree).values()))[0]
-        return [Problem("operator-build", f"{cluster}/{where}", "spec.configFileRefs", str(err))]
+        return [Problem(f"{cluster}/{where}", "spec.configFileRefs", str(err), check="operator-build")]
     if eff is None:
         return []
     return (key_problems(cluster, tree, eff) + task_plugin_problems(cluster, eff) + qos_problems(cluster, tree, eff)

@@ -27,8 +27,7 @@ from typing import Any, Mapping
 import yaml
 
 from .._input import RENDERED_MAX_BYTES, UnreadableFile, read_bytes
-from ..errors import UserError
-from ..spec.errors import printable
+from ..errors import UserError, printable
 
 #: libyaml's emitter (in the pinned PyYAML wheel, `yaml.__with_libyaml__`); PyYAML's own in Python
 #: only where the wheel was built without it.

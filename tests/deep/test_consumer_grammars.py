@@ -25,7 +25,7 @@ import pytest
 
 from charts.directory import sssd_conf_text
 from charts.login import SSHD_CONFIG
-from slurmgen.spec import _checks
+from slurmgen.spec._checks import slurm_text
 from slurmgen.spec.grammar import Unreadable, slurm_conf, sshd, sssd
 from tests.conftest import SHARED, skip_or_fail
 
@@ -123,7 +123,7 @@ def test_sshd_reads_every_line_as_the_tokenizer_does(sshd_dir):
 def test_no_line_the_sshd_check_accepts_changes_slurmgens_settings(sshd_dir):
     # GIVEN each corpus line the check accepts, followed by lines that apply only inside a Match block
     trailer = "PasswordAuthentication yes\nKbdInteractiveAuthentication yes\nPermitRootLogin yes\n"
-    accepted = [raw for raw in sshd_corpus() if not list(_checks.sshd_extra_config({"login": {"extraSshdConfig": raw}}))]
+    accepted = [raw for raw in sshd_corpus() if not list(slurm_text.sshd_extra_config({"login": {"extraSshdConfig": raw}}))]
     assert len(accepted) >= 20  # the corpus holds plenty of harmless lines
     changed = []
     for raw, user in itertools.product(accepted, ("root", "bob")):
@@ -143,7 +143,7 @@ def test_the_issue_examples_are_what_sshd_does(sshd_dir):
     trailer = "PasswordAuthentication yes\nPermitRootLogin yes\n"
     rc, settings = _sshd_t(sshd_dir, SSHD_CONFIG + '"Match" all\n' + trailer, "bob")
     assert (rc, settings["passwordauthentication"], settings["permitrootlogin"]) == (0, "yes", "yes")
-    assert list(_checks.sshd_extra_config({"login": {"extraSshdConfig": '"Match" all'}}))
+    assert list(slurm_text.sshd_extra_config({"login": {"extraSshdConfig": '"Match" all'}}))
     assert _sshd_t(sshd_dir, SSHD_CONFIG + 'Ma""tch all\n', "bob")[0] != 0
 
 

@@ -9,7 +9,7 @@ import time
 import pytest
 import yaml
 
-from slurmgen.verify.schemas import Problem, SchemaUnavailable, Validator, format_path
+from slurmgen.verify.schemas import SchemaUnavailable, Validator, format_path, object_problem
 from slurmgen.verify.schemas.core import CoreSchemas, schema_issues, supported_versions
 
 from tests.schemas.helpers import messages
@@ -202,7 +202,7 @@ def test_validate_all_keeps_input_order(validator: Validator) -> None:
     # when all are validated
     problems = validator.validate_all([bad_service, valid("ConfigMap"), bad_namespace])
     # then the problems follow the input order
-    assert [problem.kind for problem in problems] == ["Service", "Namespace"]
+    assert [problem.where.split()[0] for problem in problems] == ["Service", "Namespace"]
 
 
 # --------------------------------------------------------------------------- sub-schemas
@@ -316,8 +316,9 @@ def test_version_matters() -> None:
 # --------------------------------------------------------------------------- Problem / paths
 def test_problem_str_and_path_format() -> None:
     # given problems with and without namespace and path / when rendered / then readable
-    assert str(Problem("NodeSet", "gpu", "slurm", "spec.slurmd.resourcez", "boom")) == "NodeSet slurm/gpu: spec.slurmd.resourcez: boom"
-    assert str(Problem("StorageClass", "fsx", None, "", "boom")) == "StorageClass fsx: boom"
+    assert str(object_problem("NodeSet", "gpu", "slurm", "spec.slurmd.resourcez", "boom")) == \
+        "NodeSet slurm/gpu: spec.slurmd.resourcez: boom"
+    assert str(object_problem("StorageClass", "fsx", None, "", "boom")) == "StorageClass fsx: boom"
     assert format_path(("spec", "containers", 0, "env", 1, "name")) == "spec.containers[0].env[1].name"
     assert format_path(("metadata", "labels", "app.kubernetes.io/name")) == 'metadata.labels["app.kubernetes.io/name"]'
     assert format_path(()) == ""

@@ -198,9 +198,9 @@ def test_problem_fields_for_an_unknown_field(validator: Validator) -> None:
     # when it is validated
     [problem] = validator.validate(obj)
     # then the structured fields are all filled in
-    assert (problem.kind, problem.name, problem.namespace) == ("Application", "slurm", "argocd")
+    assert problem.where == "Application argocd/slurm"
     assert problem.path == "spec.syncPolicy.automated.prun"
-    assert problem.message == "Additional properties are not allowed ('prun' was unexpected)"
+    assert problem.what == "Additional properties are not allowed ('prun' was unexpected)"
 
 
 def test_wrong_type_fails(validator: Validator) -> None:
@@ -219,7 +219,7 @@ def test_enum_and_required_fail(validator: Validator) -> None:
     obj["spec"]["template"]["spec"]["requirements"][0]["operator"] = "Inn"
     del obj["spec"]["template"]["spec"]["nodeClassRef"]
     # when it is validated
-    found = [(p.path, p.message) for p in validator.validate(obj)]
+    found = [(p.path, p.what) for p in validator.validate(obj)]
     # then both are reported
     assert ("spec.template.spec", "'nodeClassRef' is a required property") in found
     assert any(path == "spec.template.spec.requirements[0].operator" and "is not one of" in message for path, message in found)

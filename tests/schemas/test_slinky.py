@@ -11,7 +11,7 @@ from slurmgen.verify.schemas import Validator
 
 from tests.schemas.helpers import messages
 
-# slinky-operator.md §3.9, plus a Token; `alpine:latest` is fine for schema purposes.
+# One valid object of each Slinky v1beta1 kind, plus a Token; `alpine:latest` is fine for schema purposes.
 VALID = {
     doc["kind"]: doc
     for doc in yaml.safe_load_all(
@@ -139,7 +139,7 @@ def test_deep_error_inside_pod_template_is_caught(validator: Validator) -> None:
     obj["spec"]["template"]["spec"]["tolerations"][0]["effects"] = "NoSchedule"
     obj["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["readOnly"] = "yes"
     # when it is validated
-    found = [(problem.path, problem.message) for problem in validator.validate(obj)]
+    found = [(problem.path, problem.what) for problem in validator.validate(obj)]
     # then both are found
     assert found == [
         ("spec.template.spec.tolerations[0].effects", "Additional properties are not allowed ('effects' was unexpected)"),
@@ -173,7 +173,7 @@ def test_volume_claim_templates_are_checked(validator: Validator) -> None:
     obj["spec"]["volumeClaimTemplates"][0]["spec"]["acessModes"] = ["ReadWriteOnce"]
     obj["spec"]["volumeClaimTemplates"].append("scratch")
     # when it is validated
-    found = [(problem.path, problem.message) for problem in validator.validate(obj)]
+    found = [(problem.path, problem.what) for problem in validator.validate(obj)]
     # then both are reported per index
     assert found == [
         ("spec.volumeClaimTemplates[0].spec.acessModes", "Additional properties are not allowed ('acessModes' was unexpected)"),
@@ -210,7 +210,7 @@ def test_missing_image_is_caught(validator: Validator, kind: str, field: str) ->
     del obj["spec"][field]["image"]
     obj["spec"][field]["imagePullPolicy"] = "Always"
     # when it is validated
-    found = [(problem.path, problem.message) for problem in validator.validate(obj)]
+    found = [(problem.path, problem.what) for problem in validator.validate(obj)]
     # then the missing image is reported at the image path
     assert found == [(f"spec.{field}.image", "required: the Slinky operator has no default image")]
 

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from slurmgen.verify.schemas import SchemaUnavailable, Validator, sources, vendored
-from slurmgen.verify.schemas.sources import CrdSource, FetchError, fetch, load_sources, refresh, verify_dir
+from slurmgen.maintain import crd_schemas
+from slurmgen.maintain.crd_schemas import FetchError, fetch, refresh, verify_dir
+from slurmgen.verify.schemas import SchemaUnavailable, Validator, vendored
+from slurmgen.verify.schemas.pins import CrdSource, load_sources
 from slurmgen.verify.schemas.vendored import INDEX_FILE, VENDORED_DIR, VendoredCrds
 
 from tests.conftest import REPO, SHARED_CRDS, need_shared
@@ -290,27 +292,27 @@ def test_validation_with_the_vendored_schemas_equals_validation_with_the_upstrea
 def test_cli_refresh_from_a_dir(pinned, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:
     # given the synthetic pins and a scratch vendored dir in place of the package's
     upstream, pins = pinned
-    monkeypatch.setattr(sources, "load_sources", lambda: pins)
+    monkeypatch.setattr(crd_schemas, "load_sources", lambda: pins)
     monkeypatch.setattr(vendored, "VENDORED_DIR", tmp_path / "vendored")
     # when `refresh --from DIR` runs / then it verifies, writes and says so
-    assert sources.main(["refresh", "--from", str(upstream)]) == 0
+    assert crd_schemas.main(["refresh", "--from", str(upstream)]) == 0
     assert capsys.readouterr().out == f"2 CRD files verified; 3 files written to {tmp_path / 'vendored'}\n"
     assert vendored.problems(pins, tmp_path / "vendored") == []
     # and from a damaged dir it exits 1 naming the file, on stderr
     (upstream / "example" / "gadgets.yaml").write_text("x")
-    assert sources.main(["refresh", "--from", str(upstream)]) == 1
+    assert crd_schemas.main(["refresh", "--from", str(upstream)]) == 1
     assert "example/gadgets.yaml: sha256" in capsys.readouterr().err
 
 
 def test_cli_verify(pinned, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     # given a good dir / when verified from the CLI / then exit 0
     upstream, pins = pinned
-    monkeypatch.setattr(sources, "load_sources", lambda: pins)
-    assert sources.main(["verify", str(upstream)]) == 0
+    monkeypatch.setattr(crd_schemas, "load_sources", lambda: pins)
+    assert crd_schemas.main(["verify", str(upstream)]) == 0
     assert "2 CRD files match" in capsys.readouterr().out
     # given a damaged dir / when verified / then exit 1 with the file named on stderr
     (upstream / "example" / "widgets.yaml").write_text("x")
-    assert sources.main(["verify", str(upstream)]) == 1
+    assert crd_schemas.main(["verify", str(upstream)]) == 1
     assert "example/widgets.yaml: sha256" in capsys.readouterr().err
 
 
@@ -325,7 +327,7 @@ def test_the_package_never_looks_for_crds_or_charts_beside_the_checkout_or_in_a_
     assert hits == []
 
 
-@pytest.mark.parametrize("argv", [["main.py", "--help"], ["-m", "slurmgen.verify.schemas.sources", "refresh", "--help"]])
+@pytest.mark.parametrize("argv", [["main.py", "--help"], ["-m", "slurmgen.maintain.crd_schemas", "refresh", "--help"]])
 def test_help_texts_do_not_send_anyone_to_shared(argv: list[str]) -> None:
     # given the command lines a user reads / when their help is printed
     import subprocess

@@ -15,36 +15,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...errors import Problem
 from . import slinky
 from .core import DEFAULT_KUBERNETES_VERSION, OBJECT_META, CoreSchemas, Issue, PathPart, Schema
 from .core import SchemaUnavailable, definition_ref, schema_issues
 from .crds import CrdIndex, with_metadata
 from .vendored import VendoredCrds
 
-__all__ = ["DEFAULT_KUBERNETES_VERSION", "Problem", "SchemaUnavailable", "Validator", "format_path"]
+__all__ = ["DEFAULT_KUBERNETES_VERSION", "Problem", "SchemaUnavailable", "Validator", "format_path", "object_problem"]
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _CRD_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One reason an object would be rejected (or silently mangled) by the cluster."""
-
-    kind: str
-    name: str
-    namespace: str | None
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        who = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        where = f"{self.path}: " if self.path else ""
-        return f"{self.kind} {who}: {where}{self.message}"
+def object_problem(kind: str, name: str, namespace: str | None, path: str, message: str) -> Problem:
+    """One reason the cluster would reject (or silently mangle) an object: `Kind namespace/name: path: ...`."""
+    return Problem(f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}", path, message)
 
 
 def format_path(parts: Iterable[PathPart]) -> str:
@@ -102,19 +91,19 @@ class Validator:
     def validate(self, obj: Mapping[str, Any]) -> list[Problem]:
         """Every problem of one object; an empty list means the cluster would accept it."""
         if not isinstance(obj, Mapping):
-            return [Problem("?", "?", None, "", f"not a Kubernetes object but {type(obj).__name__}")]
+            return [object_problem("?", "?", None, "", f"not a Kubernetes object but {type(obj).__name__}")]
         identity = _identity(obj)
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str) or not api_version or not kind:
             missing = "apiVersion" if not isinstance(api_version, str) or not api_version else "kind"
-            return [Problem(*identity, missing, "required: a non-empty string")]
+            return [object_problem(*identity, missing, "required: a non-empty string")]
         route = self._route(api_version, kind)
         if isinstance(route, str):
-            return [Problem(*identity, "", route)]
+            return [object_problem(*identity, "", route)]
         issues = schema_issues(route, obj) + _name_issues(obj)
         if api_version.startswith(f"{slinky.GROUP}/"):
             issues += slinky.check(obj, self.core)
-        return [Problem(*identity, format_path(path), message) for path, message in _sorted(issues)]
+        return [object_problem(*identity, format_path(path), message) for path, message in _sorted(issues)]
 
     def prepare(self, kinds: Iterable[tuple[str, str]]) -> None:
         """Build the validators of these apiVersion/kinds now, so the first validate() is fast."""

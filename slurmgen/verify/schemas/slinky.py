@@ -2,8 +2,8 @@
 
 Slinky's container, pod-template and service wrappers are stored as
 `x-kubernetes-preserve-unknown-fields: true`, so the API server accepts any typo there
-(slinky-operator.md §3.0).  They have the shape of core types, so they are validated
-against the strict core schemas here:
+(config/crd/bases/slinky.slurm.net_nodesets.yaml and the other Slinky CRDs @ slurm-operator v1.2.1).
+They have the shape of core types, so they are validated against the strict core schemas here:
 
 - ContainerWrapper fields -> `io.k8s.api.core.v1.Container` with `name` optional
   (the operator merges them onto a container it names itself);

@@ -1,36 +1,32 @@
-"""Provenance of the CRD schemas: the pinned upstream files, and the refresh of the vendored ones.
+"""Maintenance: regenerate the vendored CRD schemas from the pinned upstream files, or check a dir of them.
 
-`crd_sources.json` (next to this module) lists every upstream CRD file the validator relies on:
-its path in a CRD dir, the raw upstream URL at the pinned commit (tag for Slinky), the
-repository, tag and commit, and the sha256 of the exact bytes.  Synth never reads these files:
-it uses the strict schemas generated from them into `vendored/` (see `vendored`).  Refreshing
-re-creates `vendored/` from the upstream bytes, refusing any file whose sha256 is not the pinned one:
+Not part of a render: synth, `--check` and the tests read only `slurmgen/verify/schemas/vendored/`.
+This command is the one that touches the network. It refuses any file whose sha256 is not the pinned
+one (`slurmgen/verify/schemas/crd_sources.json`, read by `pins`), and writes nothing unless all match:
 
-    python -m slurmgen.verify.schemas.sources refresh [--from DIR]   # download (or read DIR), verify, regenerate
-    python -m slurmgen.verify.schemas.sources verify DIR             # check a dir of upstream CRD YAML
+    python -m slurmgen.maintain.crd_schemas refresh [--from DIR]   # download (or read DIR), verify, regenerate
+    python -m slurmgen.maintain.crd_schemas verify DIR             # check a dir of upstream CRD YAML
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
-import re
 import sys
 import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from .core import SchemaUnavailable
+from ..verify.schemas import vendored
+from ..verify.schemas.core import SchemaUnavailable
+from ..verify.schemas.pins import CrdSource, load_sources
 
-__all__ = ["SOURCES_FILE", "CrdSource", "FetchError", "fetch", "load_sources", "main", "refresh", "verify_dir"]
+__all__ = ["FetchError", "fetch", "main", "refresh", "verify_dir"]
 
-SOURCES_FILE = Path(__file__).with_name("crd_sources.json")
 _TIMEOUT_SECONDS = 60
 _CHUNK = 1 << 20
 
@@ -41,38 +37,6 @@ Opener = Callable[..., Any]
 
 class FetchError(RuntimeError):
     """A CRD file could not be downloaded or read, or its bytes are not the pinned ones."""
-
-
-@dataclass(frozen=True)
-class CrdSource:
-    path: str  # relative to the CRD dir, POSIX separators
-    url: str
-    sha256: str
-    repository: str = ""
-    tag: str = ""
-    commit: str = ""
-
-    def provenance(self) -> dict[str, str]:
-        """What a vendored schema records about the upstream file it was made from."""
-        return {"path": self.path, "url": self.url, "repository": self.repository, "tag": self.tag,
-                "commit": self.commit, "sha256": self.sha256}
-
-
-def load_sources(sources_file: Path = SOURCES_FILE) -> tuple[CrdSource, ...]:
-    """The pinned file list; paths are checked to stay inside the CRD dir."""
-    document = json.loads(sources_file.read_text(encoding="utf-8"))
-    sources = tuple(
-        CrdSource(path=entry["path"], url=entry["url"], sha256=entry["sha256"].lower(),
-                  repository=entry.get("repository", ""), tag=entry.get("tag", ""), commit=entry.get("commit", ""))
-        for entry in document["files"]
-    )
-    for source in sources:
-        parts = PurePosixPath(source.path).parts
-        if PurePosixPath(source.path).is_absolute() or ".." in parts or not parts:
-            raise ValueError(f"{sources_file}: unsafe path {source.path!r}")
-        if not re.fullmatch(r"[0-9a-f]{64}", source.sha256):
-            raise ValueError(f"{sources_file}: {source.path}: sha256 is not 64 hex digits")
-    return sources
 
 
 def verify_dir(crd_dir: Path | str, sources: Iterable[CrdSource] | None = None) -> list[str]:
@@ -143,8 +107,6 @@ def refresh(
     The upstream files come from `from_dir` or are downloaded at their pinned URLs.  Every
     sha256 is checked first: on any mismatch nothing is written (`FetchError`).
     """
-    from . import vendored  # lazy: keeps `python -m slurmgen.validate.sources` warning-free
-
     pinned = load_sources() if sources is None else tuple(sources)
     destination = vendored.VENDORED_DIR if target is None else Path(target)
     with tempfile.TemporaryDirectory(prefix="slurmgen-crds-") as scratch:
@@ -192,7 +154,7 @@ def _sha256_file(path: Path) -> str:
 # --------------------------------------------------------------------------- CLI
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m slurmgen.verify.schemas.sources",
+        prog="python -m slurmgen.maintain.crd_schemas",
         description="Regenerate the vendored CRD schemas from the pinned upstream files, or verify a dir of them.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -205,8 +167,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "refresh":
-        from . import vendored  # lazy, as in refresh()
-
         try:
             files = refresh(args.from_dir)
         except (FetchError, SchemaUnavailable) as error:

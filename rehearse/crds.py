@@ -4,7 +4,7 @@ The files in rehearse/crds/ are the pinned upstream CRD files byte for byte (ful
 CEL rules, defaults and scope): the same files, at the same paths, that
 slurmgen/verify/schemas/crd_sources.json pins by url, commit and sha256. That list is their
 provenance; each file is checked against its sha256 before it is installed, and
-`python -m slurmgen.verify.schemas.sources verify rehearse/crds` checks the folder. (The generator's
+`python -m slurmgen.maintain.crd_schemas verify rehearse/crds` checks the folder. (The generator's
 vendored schemas are a converted, strict form without CEL, so the rehearsal does not use them.)
 """
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from rehearse import build, crds
 from rehearse.tree import read_cluster
-from slurmgen.verify.schemas.sources import load_sources, verify_dir
+from slurmgen.maintain.crd_schemas import verify_dir
+from slurmgen.verify.schemas.pins import load_sources
 from tests.conftest import REPO
 
 

@@ -39,6 +39,17 @@ def _nodepool_file(tree: Path) -> Path:
 
 # Argo CD applies a directory Application's objects with kubectl's client-side apply, unless the
 # object's sync-options annotation asks for server-side apply: the rehearsal plays both paths.
+def user_cache_env() -> dict[str, str]:
+    """The test's environment with the user's XDG_CACHE_HOME: the command line finds the programs that
+    `make rehearse-build` built there (the tests' own cache folder is private and empty)."""
+    from tests.conftest import USER_ENVIRON
+
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
+    if "XDG_CACHE_HOME" in USER_ENVIRON:
+        env["XDG_CACHE_HOME"] = USER_ENVIRON["XDG_CACHE_HOME"]
+    return env
+
+
 @pytest.mark.parametrize("server_side", [False, True], ids=["client-side-apply", "server-side-apply"])
 def test_a_nodepool_outside_its_enum_fails_the_rehearsal_and_is_named(server_side, dist_tree, bin_dir, tmp_path):
     # GIVEN a committed tree in which one NodePool's consolidationPolicy was edited by hand
@@ -53,7 +64,7 @@ def test_a_nodepool_outside_its_enum_fails_the_rehearsal_and_is_named(server_sid
     broken.write_text(yaml.safe_dump(pool, sort_keys=False))
     # WHEN `make rehearse` plays it (the command line, as a user runs it)
     run = subprocess.run([sys.executable, "-m", "rehearse", "--dist", str(dist), "--cluster", name],
-                         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ})
+                         cwd=REPO, capture_output=True, text=True, timeout=600, env=user_cache_env())
     # THEN it fails, naming the file, the object, the field and the API server's words
     assert run.returncode == 1, run.stderr
     refused = [line for line in run.stdout.splitlines() if line.startswith("  REFUSED ")]
@@ -106,7 +117,8 @@ def _processes_mentioning(text: str) -> list[int]:
 def test_an_interrupted_rehearsal_stops_every_process_it_started(signum, dist_tree, bin_dir):
     # GIVEN a rehearsal whose etcd and kube-apiserver are starting
     run = subprocess.Popen([sys.executable, "-m", "rehearse", "--dist", str(dist_tree), "--cluster", "dev"],
-                           cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                           cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           env=user_cache_env())
     assert run.stderr is not None
     workdir = ""
     for line in run.stderr:

@@ -15,7 +15,6 @@ Application (apps/helm.py `slurm_bridge`); this module holds the objects its cha
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Mapping
@@ -28,6 +27,7 @@ from slurmgen.kube.vocabulary import NODEPOOL_LABEL
 from slurmgen.plan.nodesets import NodeSetPlan
 from slurmgen.spec import ClusterSpec
 from slurmgen.spec.model import BRIDGE_USER
+from ._node_labeler import emit_node_labeler
 from ._objects import emit, wave
 
 SCRIPT = Path(__file__).resolve().parent / "bridge_labeler.py"  # shipped as is in a ConfigMap
@@ -71,39 +71,13 @@ def emit_bridge(scope: Construct, spec: ClusterSpec, plans: Mapping[str, NodeSet
 
 
 def _emit_labeler(scope: Construct, spec: ClusterSpec, plans: Mapping[str, NodeSetPlan], wave_no: int) -> None:
-    name, sa, ns = naming.bridge_labeler(spec.name), naming.BRIDGE_LABELER, spec.namespace
-    labels = {naming.COMPONENT_LABEL: "bridge-labeler"}
-    files = labeler_files(spec, plans)
-    emit(scope, api_version="v1", kind="ServiceAccount", name=sa, namespace=ns, annotations=wave(wave_no))
-    emit(scope, api_version=RBAC, kind="ClusterRole", name=name, annotations=wave(wave_no),
-         body={"rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]}]})
-    emit(scope, api_version=RBAC, kind="ClusterRoleBinding", name=name, annotations=wave(wave_no),
-         body={"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-               "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]})
+    """The node labeler, which also lists the slurmd pods of its namespace (a Role of its own)."""
+    sa, ns = naming.BRIDGE_LABELER, spec.namespace
+    emit_node_labeler(scope, spec, cluster_role=naming.bridge_labeler(spec.name), account=sa,
+                      component="bridge-labeler", image=spec.bridge.labeler_image if spec.bridge else "",
+                      files=labeler_files(spec, plans), wave_no=wave_no)
     emit(scope, api_version=RBAC, kind="Role", name=sa, namespace=ns, annotations=wave(wave_no),
          body={"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]})
     emit(scope, api_version=RBAC, kind="RoleBinding", name=sa, namespace=ns, annotations=wave(wave_no),
          body={"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": sa},
                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]})
-    emit(scope, api_version="v1", kind="ConfigMap", name=sa, namespace=ns, annotations=wave(wave_no),
-         body={"data": files})
-    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
-    container = {
-        "name": "labeler",
-        "image": spec.bridge.labeler_image if spec.bridge else "",
-        "command": ["python3", "-u", "/app/labeler.py", "/app/config.json"],
-        "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
-        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
-        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                            "runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
-                            "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
-        "volumeMounts": [{"name": "app", "mountPath": "/app", "readOnly": True}],
-    }
-    pod = {**spec.placement.pod_spec(), "serviceAccountName": sa, "containers": [container],
-           "volumes": [{"name": "app", "configMap": {"name": sa}}]}
-    emit(scope, api_version="apps/v1", kind="Deployment", name=sa, namespace=ns, labels=labels,
-         annotations=wave(wave_no),
-         body={"spec": {"replicas": 1, "strategy": {"type": "Recreate"}, "selector": {"matchLabels": labels},
-                        "template": {"metadata": {"labels": labels,
-                                                  "annotations": {"slurmgen.dev/labeler-hash": digest}},
-                                     "spec": pod}}})

@@ -7,7 +7,6 @@ reading and patching Nodes. Why not NVIDIA topograph v1.0.0: docs/compute.md, To
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from constructs import Construct
 from slurmgen.kube import naming
 from slurmgen.spec import ClusterSpec
 from slurmgen.plan.topology import labeler_config
-from ._objects import emit, wave
+from ._node_labeler import emit_node_labeler
 
 SCRIPT = Path(__file__).resolve().parent / "topology_labeler.py"  # shipped as is in a ConfigMap
 RBAC = "rbac.authorization.k8s.io/v1"
@@ -29,37 +28,6 @@ def labeler_files(spec: ClusterSpec) -> dict[str, str]:
 
 
 def emit_labeler(scope: Construct, spec: ClusterSpec, wave_no: int) -> None:
-    name = naming.topology_labeler(spec.name)
-    ns = spec.namespace
-    labels = {naming.COMPONENT_LABEL: "topology-labeler"}
-    files = labeler_files(spec)
-    emit(scope, api_version="v1", kind="ServiceAccount", name=naming.TOPOLOGY_LABELER, namespace=ns,
-         annotations=wave(wave_no))
-    emit(scope, api_version=RBAC, kind="ClusterRole", name=name, annotations=wave(wave_no),
-         body={"rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]}]})
-    emit(scope, api_version=RBAC, kind="ClusterRoleBinding", name=name, annotations=wave(wave_no),
-         body={"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-               "subjects": [{"kind": "ServiceAccount", "name": naming.TOPOLOGY_LABELER, "namespace": ns}]})
-    emit(scope, api_version="v1", kind="ConfigMap", name=naming.TOPOLOGY_LABELER, namespace=ns,
-         annotations=wave(wave_no), body={"data": files})
-    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
-    container = {
-        "name": "labeler",
-        "image": spec.topology.labeler_image if spec.topology else "",
-        "command": ["python3", "-u", "/app/labeler.py", "/app/config.json"],
-        "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
-        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
-        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                            "runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
-                            "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
-        "volumeMounts": [{"name": "app", "mountPath": "/app", "readOnly": True}],
-    }
-    pod = {**spec.placement.pod_spec(), "serviceAccountName": naming.TOPOLOGY_LABELER,
-           "containers": [container],
-           "volumes": [{"name": "app", "configMap": {"name": naming.TOPOLOGY_LABELER}}]}
-    emit(scope, api_version="apps/v1", kind="Deployment", name=naming.TOPOLOGY_LABELER, namespace=ns,
-         labels=labels, annotations=wave(wave_no),
-         body={"spec": {"replicas": 1, "strategy": {"type": "Recreate"}, "selector": {"matchLabels": labels},
-                        "template": {"metadata": {"labels": labels,
-                                                  "annotations": {"slurmgen.dev/labeler-hash": digest}},
-                                     "spec": pod}}})
+    emit_node_labeler(scope, spec, cluster_role=naming.topology_labeler(spec.name), account=naming.TOPOLOGY_LABELER,
+                      component="topology-labeler", image=spec.topology.labeler_image if spec.topology else "",
+                      files=labeler_files(spec), wave_no=wave_no)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from slurmgen._input import UnreadableFile
+
 from . import build, cluster, crds, play, tree
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,11 +71,12 @@ def run(dist: Path, names: list[str]) -> int:
     except (build.BuildError, crds.CrdError) as exc:
         say(str(exc))
         return 1
-    try:
-        kinds = {obj.group_kind for folder in folders for obj in tree.read_cluster(folder)}
-    except yaml.YAMLError as exc:
-        say(f"a file of the tree is not YAML: {exc}")
+    try:  # each folder read once: for the CRDs its kinds need, then played
+        trees = {folder: tree.read_cluster(folder) for folder in folders}
+    except (yaml.YAMLError, UnreadableFile) as exc:
+        say(f"a file of the tree cannot be read: {exc}")
         return 1
+    kinds = {obj.group_kind for objects in trees.values() for obj in objects}
     wanted = crds.needed(vendored, kinds)
     refused = 0
     try:
@@ -81,7 +84,7 @@ def run(dist: Path, names: list[str]) -> int:
             say(f"installing the {len(wanted)} CRDs (of {len(vendored)} in rehearse/crds/) that the tree needs")
             crds.install(server.client, wanted)
             for folder in folders:
-                outcome = play.play(server.client, folder, say)
+                outcome = play.play(server.client, folder, say, trees[folder])
                 print(report(folder.name, outcome, server.version), flush=True)
                 refused += len(outcome.refused)
     except (RuntimeError, OSError) as exc:  # a start that failed, a CRD refused, the server gone

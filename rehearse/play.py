@@ -94,10 +94,11 @@ def dry_run(client: ApiClient, obj: TreeObject, res: Resource) -> tuple[bool, st
     return reply.ok, reply.message, reply.warnings
 
 
-def play(client: ApiClient, folder: Path, say) -> Outcome:
-    """Every object of dist/<cluster>/ (`folder`) dry-run against the server, refusals in its words."""
+def play(client: ApiClient, folder: Path, say, objects: list[TreeObject] | None = None) -> Outcome:
+    """Every object of dist/<cluster>/ (`folder`, or its `objects` already read) dry-run against the
+    server, refusals in its words."""
     started = time.monotonic()
-    objects = read_cluster(folder)
+    objects = read_cluster(folder) if objects is None else objects
     discovery = Discovery(client)
     kinds = {(o.api_version, o.kind): discovery.resource(o.api_version, o.kind) for o in objects}
     ensure_namespaces(client, {o.body.get("metadata", {}).get("namespace") or o.default_namespace

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
+from slurmgen._input import RENDERED_MAX_BYTES, UnreadableFile, read_text
+from slurmgen.kube.documents import DocumentError, load_documents
 
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,12 @@ class TreeObject:
 
 
 def read_cluster(folder: Path) -> list[TreeObject]:
-    """Every object under `folder` (dist/<cluster>/), in file order, each with its owner's decisions."""
-    docs = [(path, doc) for path in sorted(folder.rglob("*.yaml"))
-            for doc in yaml.load_all(path.read_text(), Loader=_LOADER) if isinstance(doc, dict)]
+    """Every object under `folder` (dist/<cluster>/), in file order, each with its owner's decisions.
+
+    Read as every other reader of dist/ reads it: a regular file of bounded size (no link, FIFO or
+    device), through the bounded YAML reader; UnreadableFile or DocumentError (one line) otherwise."""
+    docs = [(path, doc) for path in sorted(folder.rglob("*.yaml")) for doc in _documents(path)
+            if isinstance(doc, dict)]
     owners = [owner for _, doc in docs for owner in _owners(doc)]
     objects = []
     for path, doc in docs:
@@ -83,6 +86,14 @@ def read_cluster(folder: Path) -> list[TreeObject]:
         objects.append(TreeObject(path, doc, owner.name if owner else "bootstrap (kubectl apply)",
                                   owner.namespace if owner else "default", server_side, validate))
     return objects
+
+
+def _documents(path: Path) -> list[Any]:
+    """The documents of one file; its error names the file."""
+    try:
+        return load_documents(read_text(path, max_bytes=RENDERED_MAX_BYTES, advice="no rendered object is that large"))
+    except (DocumentError, UnreadableFile) as exc:
+        raise type(exc)(f"{path}: {exc}") from None
 
 
 def _owners(doc: dict[str, Any]) -> list[Owner]:

@@ -20,17 +20,9 @@ SchedMD/slurm slurm-26-05-3-1 src/sacctmgr/file_functions.c:
 from __future__ import annotations
 
 from . import Unreadable, odd_space
+from .slurm_conf import strip_comment
 
 _SPACE = " \t\n\v\f\r"
-
-
-def _strip_comment(line: str) -> str:
-    backslashes = 0
-    for index, char in enumerate(line):
-        if char == "#" and backslashes % 2 == 0:
-            return line[:index]
-        backslashes = backslashes + 1 if char == "\\" else 0
-    return line
 
 
 def _strip_escapes(line: str) -> str:
@@ -71,7 +63,7 @@ def _strip_quotes(option: str, lower: bool) -> str:
 def options(line: str) -> list[tuple[str, str]]:
     """(key, value) of each option of one flat-file line after the object and name (`QOS - 'x':A='b'`);
     the name comes first with key ''. Comments, a trailing continuation and escapes are applied first."""
-    text = _strip_escapes(_strip_comment(line))
+    text = _strip_escapes(strip_comment(line))  # the same rule as slurm.conf's
     start = text.find("-")
     if start < 0:
         return []

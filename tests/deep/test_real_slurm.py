@@ -25,11 +25,6 @@ from tests.spec_builder import variant
 CLUSTERS = ["example", "training", "prod", "dev"]
 
 
-def bootstrap(cluster: Cluster, rendered: Rendered) -> subprocess.CompletedProcess:
-    """A new Controller pod's init containers, each in its sandbox (its user, volumes, env; empty /run)."""
-    return cluster.bootstrap()
-
-
 def accounts_job(cluster: Cluster, rendered: Rendered, accounts: dict[str, str] | None = None,
                  ) -> subprocess.CompletedProcess:
     """The PostSync accounts Job's pod, in its sandbox (root, as its securityContext says)."""
@@ -85,7 +80,7 @@ def test_fresh_database_controller_starts_nodes_register_and_jobs_run(slurm_site
     cluster = start_cluster(slurm_site, name, rendered, nodes)
     try:
         # WHEN the Controller's pod starts: its init container, then slurmctld
-        boot = bootstrap(cluster, rendered)
+        boot = cluster.bootstrap()
         assert boot.returncode == 0, boot.stdout + boot.stderr
         cluster.start_ctld()
         # AND every NodeSet's slurmd registers as its pod starts it
@@ -188,7 +183,7 @@ def test_a_failed_start_does_not_block_the_next_one(example):
     assert "invalid AllowQOS (firstboot)" in failed.log.read_text()
     assert sorted(p.name for p in cluster.state.iterdir()) == ["clustername", "lost+found"]
     # WHEN the pod starts again: init container, then slurmctld
-    boot = bootstrap(cluster, rendered)
+    boot = cluster.bootstrap()
     # THEN the init container cleared the state the failed start left, and slurmctld comes up
     assert boot.returncode == 0, boot.stderr
     assert "removing" in boot.stdout and "clustername" in boot.stdout
@@ -196,7 +191,7 @@ def test_a_failed_start_does_not_block_the_next_one(example):
     # AND a later restart keeps its state (the init container touches nothing once state was saved)
     cluster.stop_ctld()
     assert len(list(cluster.state.iterdir())) > 2
-    boot = bootstrap(cluster, rendered)
+    boot = cluster.bootstrap()
     assert boot.returncode == 0 and "removing" not in boot.stdout
     cluster.start_ctld()
 
@@ -209,7 +204,7 @@ def test_accounts_job_leaves_what_the_spec_declares_and_removes_only_its_own(exa
     # GIVEN a running cluster, and slurmdbd holding what an older spec declared (marked), what an
     # admin made by hand, and another cluster's entities
     cluster, rendered = example("accounts")
-    assert bootstrap(cluster, rendered).returncode == 0
+    assert cluster.bootstrap().returncode == 0
     cluster.start_ctld()
     mark, theirs = "[slurmgen accounts]", "[slurmgen other]"
     for argv in (
@@ -251,7 +246,7 @@ def test_accounts_job_leaves_what_the_spec_declares_and_removes_only_its_own(exa
 def test_accounts_job_fails_when_slurmdbd_differs_from_the_spec(example):
     # GIVEN a converged cluster, and an expectation sacctmgr refuses to set (a default QoS outside the list)
     cluster, rendered = example("verify")
-    assert bootstrap(cluster, rendered).returncode == 0
+    assert cluster.bootstrap().returncode == 0
     cluster.start_ctld()
     assert accounts_job(cluster, rendered).returncode == 0
     accounts = {**cluster.local_accounts(rendered.obj("configmap-slurm-accounts.yaml")["data"]),
@@ -266,7 +261,7 @@ def test_accounts_job_fails_when_slurmdbd_differs_from_the_spec(example):
 def test_a_second_sync_that_changes_a_qos_changes_it_in_slurmdbd(example):
     # GIVEN a running cluster whose accounts Job converged
     cluster, rendered = example("requos")
-    assert bootstrap(cluster, rendered).returncode == 0
+    assert cluster.bootstrap().returncode == 0
     cluster.start_ctld()
     assert accounts_job(cluster, rendered).returncode == 0
     qos_format, assoc = "format=name,priority,maxtrespu,grptres", ["where", "cluster=requos", "user=",
@@ -297,7 +292,7 @@ def test_a_second_sync_that_changes_a_qos_changes_it_in_slurmdbd(example):
 def test_a_new_qos_and_a_partition_naming_it_come_up_in_one_sync(example):
     # GIVEN a running cluster whose accounts Job converged
     cluster, rendered = example("change")
-    assert bootstrap(cluster, rendered).returncode == 0
+    assert cluster.bootstrap().returncode == 0
     cluster.start_ctld()
     assert accounts_job(cluster, rendered).returncode == 0
 
@@ -315,7 +310,7 @@ def test_a_new_qos_and_a_partition_naming_it_come_up_in_one_sync(example):
     cluster.accounts = changed.obj("configmap-slurm-accounts.yaml")["data"]
     if "gres.conf" in changed.files:
         (cluster.etc / "gres.conf").write_text(local_gres_conf(cluster, one_node_per_nodeset(changed)))
-    boot = bootstrap(cluster, changed)
+    boot = cluster.bootstrap()
     # THEN slurmctld comes up with the new partition, and the Job sets the QoS's limit
     assert boot.returncode == 0 and "creating QoS urgent" in boot.stdout, boot.stderr
     cluster.start_ctld()
@@ -413,7 +408,7 @@ def test_the_wait_hooks_hold_their_wave_until_the_daemon_answers(example):
     down = cluster.job_pod(_local_wait(ctld_job, cluster.ctld_port, WAIT_TRIES="1"), {}).run("wait", timeout=60)
     assert down.returncode == 1 and "slurmctld (127.0.0.1:" in down.stderr, down.stdout + down.stderr
     # AND once slurmctld's pod is up the Controller's hook succeeds
-    assert bootstrap(cluster, rendered).returncode == 0
+    assert cluster.bootstrap().returncode == 0
     cluster.start_ctld()
     up = cluster.job_pod(_local_wait(ctld_job, cluster.ctld_port), {}).run("wait", timeout=60)
     assert up.returncode == 0 and "slurmctld answers" in up.stdout, up.stdout + up.stderr
@@ -430,7 +425,7 @@ def test_sacctmgr_stores_flat_file_text_as_the_tokenizer_reads_it(example, tmp_p
     from slurmgen.spec.grammar import Unreadable, odd_space, sacctmgr_file
     # GIVEN a running cluster and a flat file with one account per description, as charts/policy.py writes it
     cluster, rendered = example("flatfile")
-    assert bootstrap(cluster, rendered).returncode == 0
+    assert cluster.bootstrap().returncode == 0
     cluster.start_ctld()
     names = {f"ff{i}": text for i, text in enumerate(FLAT_FILE_TEXTS)}
     lines = ["Cluster - 'flatfile':Fairshare=1", "Parent - 'root'"]

@@ -2,94 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 WAVE = "argocd.argoproj.io/sync-wave"
 OPTIONS = "argocd.argoproj.io/sync-options"
-FINALIZER = "resources-finalizer.argocd.argoproj.io"
 
 
 def by_kind(files, kind):
     return {o["metadata"]["name"]: o for o in files.values() if o["kind"] == kind}
-
-
-def test_root_application_points_at_the_apps_folder(example):
-    # GIVEN the bootstrap folder
-    root = example["bootstrap/application-example-root.yaml"]
-    # THEN it is the only object there, syncs dist/example/apps into argocd, and cascades on delete
-    assert [p for p in example if p.startswith("bootstrap/")] == ["bootstrap/application-example-root.yaml"]
-    assert root["spec"]["source"]["path"] == "dist/example/apps"
-    assert root["spec"]["destination"] == {"namespace": "argocd", "server": "https://kubernetes.default.svc"}
-    assert root["metadata"]["finalizers"] == [FINALIZER]
-    assert root["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
-
-
-def children(files):
-    return {o["metadata"]["name"]: o for p, o in files.items() if p.startswith("apps/") and o["kind"] == "Application"}
-
-
-def test_child_applications_are_ordered_by_string_waves(example):
-    apps = children(example)
-    waves = {name: apps[name]["metadata"]["annotations"][WAVE] for name in apps}
-    # THEN every wave is a string and CRDs/cert-manager < operator < compute < Slurm CRs
-    assert all(isinstance(w, str) for w in waves.values())
-    w = {k: int(v) for k, v in waves.items()}
-    assert w["example-cert-manager"] == w["example-slurm-operator-crds"] < w["example-slurm-operator"]
-    assert w["example-slurm-operator"] < w["example-compute"] < w["example-slurm"]
-    assert int(by_kind(example, "AppProject")["example"]["metadata"]["annotations"][WAVE]) < min(w.values())
-
-
-@pytest.mark.parametrize("name", ["example-cert-manager", "example-slurm-operator-crds", "example-slurm-operator",
-                                  "example-slurm", "example-compute", "example-external-secrets", "example-secrets",
-                                  "example-keda", "example-database", "example-storage"])
-def test_every_child_has_finalizer_automated_sync_and_retry(example, name):
-    app = children(example)[name]
-    assert app["metadata"]["finalizers"] == [FINALIZER]
-    policy = app["spec"]["syncPolicy"]
-    assert policy["automated"] == {"prune": True, "selfHeal": True}
-    assert (policy["retry"]["limit"] >= 5 or policy["retry"]["limit"] == -1) and policy["retry"]["backoff"]["factor"] == 2
-    assert app["spec"]["project"] == "example"
-    assert app["metadata"]["labels"]["app.kubernetes.io/part-of"] == "example-root"
-
-
-def test_helm_children_are_pinned_and_use_oci_without_scheme(example):
-    apps = by_kind(example, "Application")
-    operator = apps["example-slurm-operator"]["spec"]
-    assert operator["source"] == {
-        "chart": "slurm-operator", "repoURL": "ghcr.io/slinkyproject/charts", "targetRevision": "1.2.1",
-        "helm": {"releaseName": "slurm-operator", "valuesObject": operator["source"]["helm"]["valuesObject"]}}
-    values = operator["source"]["helm"]["valuesObject"]
-    assert values["crds"] == {"enabled": False} and values["certManager"] == {"enabled": True}
-    assert "ServerSideApply=true" in apps["example-slurm-operator-crds"]["spec"]["syncPolicy"]["syncOptions"]
-    cert = apps["example-cert-manager"]["spec"]["source"]
-    assert cert["targetRevision"] == "v1.21.1" and cert["helm"]["valuesObject"]["crds"]["enabled"] is True
-    for app in apps.values():
-        source = app["spec"]["source"]
-        assert "*" not in source["repoURL"] and source["targetRevision"] not in ("", "HEAD", "latest", "*")
-
-
-def test_slurm_app_reads_the_slurm_folder_and_creates_its_namespace(example):
-    app = by_kind(example, "Application")["example-slurm"]["spec"]
-    assert app["source"]["path"] == "dist/example/slurm"
-    assert app["destination"]["namespace"] == "slurm"
-    assert "CreateNamespace=true" in app["syncPolicy"]["syncOptions"]
-
-
-def test_project_is_explicit(example):
-    project = by_kind(example, "AppProject")["example"]["spec"]
-    text = repr(project)
-    assert "'*'" not in text
-    assert "https://github.com/example-org/slurm-gitops.git" in project["sourceRepos"]
-    assert {d["namespace"] for d in project["destinations"]} >= {"slurm", "slinky", "cert-manager", "kube-system"}
-    kinds = {(k["group"], k["kind"]) for k in project["clusterResourceWhitelist"]}
-    assert ("karpenter.sh", "NodePool") in kinds and ("karpenter.k8s.aws", "EC2NodeClass") in kinds
-    assert ("apiextensions.k8s.io", "CustomResourceDefinition") in kinds
-    # every child's destination and repository is allowed by the project
-    assert children(example)
-    for app in children(example).values():
-        assert app["spec"]["project"] == "example"
-        assert app["spec"]["source"]["repoURL"] in project["sourceRepos"]
-        assert app["spec"]["destination"]["namespace"] in {d["namespace"] for d in project["destinations"]}
 
 
 def test_controller_is_protected_and_synced_after_its_config(example):

@@ -1,0 +1,145 @@
+"""The Argo CD layer alone (apps/argocd.py): the root Application, the AppProject and the child Applications.
+
+AppsChart is built from the unit charts it is given (built beside it, not synthesized) and the Helm
+releases of the minimal spec; only its own objects are checked.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from apps import helm
+from apps.argocd import AppsChart, ArgoCDSettingsChart, RootChart
+from charts.compute import ComputeChart
+from charts.slurm_cluster import SlurmClusterChart
+from charts.storage import StorageChart
+from charts.unit import UnitChart
+from slurmgen.plan.nodesets import plan_cluster
+from slurmgen.spec import ClusterSpec
+from tests.charts import Obj, build, model, new_app, synth
+from tests.charts.test_storage import STATIC
+
+WAVE = "argocd.argoproj.io/sync-wave"
+FINALIZER = "resources-finalizer.argocd.argoproj.io"
+
+
+def apps(spec: ClusterSpec, unit_classes: Sequence[type[UnitChart]] = (ComputeChart, SlurmClusterChart),
+         releases: Sequence[helm.HelmRelease] | None = None) -> dict[str, Obj]:
+    """AppsChart alone for the units `unit_classes` and `releases` (by default the spec's Helm releases, with
+    the NVIDIA device plugin its GPU nodesets bring)."""
+    app = new_app()
+    plans = plan_cluster(spec)
+    units: list[UnitChart] = [cls(app, spec, plans) if cls in (ComputeChart, SlurmClusterChart)  # type: ignore[call-arg]
+                              else cls(app, spec) for cls in unit_classes]  # type: ignore[call-arg]
+    if releases is None:
+        releases = helm.releases(spec, nvidia=any(p.instance.is_nvidia for p in plans.values()))
+    chart = AppsChart(app, spec, units, releases)
+    return synth(chart)
+
+
+def children(objects: dict[str, Obj]) -> dict[str, Obj]:
+    return {name.split("/", 1)[1]: o for name, o in objects.items() if name.startswith("Application/")}
+
+
+def test_the_root_application_syncs_the_apps_folder_into_argocd():
+    # GIVEN the minimal spec / WHEN the root chart is built alone
+    objects = build(RootChart, model())  # type: ignore[arg-type]
+    # THEN it is one Application that syncs <path>/<cluster>/apps into argocd and cascades on delete
+    [(name, root)] = objects.items()
+    assert name == "Application/t-root"
+    assert root["spec"]["source"]["path"] == "dist/t/apps"
+    assert root["spec"]["destination"] == {"namespace": "argocd", "server": "https://kubernetes.default.svc"}
+    assert root["metadata"]["finalizers"] == [FINALIZER]
+    assert root["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
+
+
+def test_child_applications_are_ordered_by_string_waves():
+    # GIVEN the compute and Slurm units and the minimal spec's releases / WHEN the apps chart is built
+    objects = apps(model())
+    waves = {name: app["metadata"]["annotations"][WAVE] for name, app in children(objects).items()}
+    # THEN every wave is a string, and CRDs/cert-manager < operator < compute < Slurm CRs, the project first
+    assert all(isinstance(w, str) for w in waves.values())
+    w = {k: int(v) for k, v in waves.items()}
+    assert w["t-cert-manager"] == w["t-slurm-operator-crds"] < w["t-slurm-operator"] < w["t-compute"] < w["t-slurm"]
+    assert int(objects["AppProject/t"]["metadata"]["annotations"][WAVE]) < min(w.values())
+
+
+def test_every_child_has_the_finalizer_automated_sync_and_an_unbounded_retry():
+    # GIVEN a spec with every optional release the minimal spec leaves off (FSx by Helm, KEDA, the dashboard)
+    spec = model(storage={"fsx": {**STATIC["fsx"], "csiDriver": "helm"}}, monitoring={"kubePrometheusStack": {"enabled": True}},
+                 nodeset={"autoscale": {"min": 0, "max": 2}})
+    # WHEN the apps chart is built for units and releases
+    objects = apps(spec, (ComputeChart, SlurmClusterChart, StorageChart))
+    # THEN every child is in the project, labelled part of the root, cascades and retries without a limit
+    assert {"t-compute", "t-slurm", "t-storage", "t-keda", "t-aws-fsx-csi-driver", "t-kube-prometheus-stack"} \
+        <= set(children(objects))
+    for name, app in children(objects).items():
+        assert app["metadata"]["finalizers"] == [FINALIZER], name
+        policy = app["spec"]["syncPolicy"]
+        assert policy["automated"] == {"prune": True, "selfHeal": True}, name
+        assert policy["retry"]["limit"] == -1 and policy["retry"]["backoff"]["factor"] == 2, name
+        assert app["spec"]["project"] == "t", name
+        assert app["metadata"]["labels"]["app.kubernetes.io/part-of"] == "t-root", name
+
+
+def test_helm_children_are_pinned_and_name_oci_registries_without_a_scheme():
+    # GIVEN the minimal spec's releases / WHEN the apps chart is built
+    found = children(apps(model()))
+    # THEN the operator comes from Slinky's OCI registry at the pinned version, without its CRDs
+    operator = found["t-slurm-operator"]["spec"]["source"]
+    values = operator["helm"]["valuesObject"]
+    assert operator == {"chart": "slurm-operator", "repoURL": "ghcr.io/slinkyproject/charts", "targetRevision": "1.2.1",
+                        "helm": {"releaseName": "slurm-operator", "valuesObject": values}}
+    assert values["crds"] == {"enabled": False} and values["certManager"] == {"enabled": True}
+    # AND the CRDs are applied server-side, cert-manager is pinned with its CRDs, nothing floats
+    assert "ServerSideApply=true" in found["t-slurm-operator-crds"]["spec"]["syncPolicy"]["syncOptions"]
+    cert = found["t-cert-manager"]["spec"]["source"]
+    assert cert["targetRevision"] == "v1.21.1" and cert["helm"]["valuesObject"]["crds"]["enabled"] is True
+    for name, app in found.items():
+        source = app["spec"]["source"]
+        assert "*" not in source["repoURL"] and source["targetRevision"] not in ("", "HEAD", "latest", "*"), name
+
+
+def test_a_unit_application_reads_its_folder_and_creates_its_namespace():
+    # GIVEN the Slurm unit / WHEN the apps chart is built
+    app = children(apps(model()))["t-slurm"]["spec"]
+    # THEN its Application reads <path>/<cluster>/slurm, flat, into the Slurm namespace, which it creates
+    assert app["source"] == {"repoURL": "https://github.com/o/r.git", "targetRevision": "main",
+                             "path": "dist/t/slurm", "directory": {"recurse": False}}
+    assert app["destination"]["namespace"] == "slurm"
+    assert "CreateNamespace=true" in app["syncPolicy"]["syncOptions"]
+
+
+def test_the_project_lists_exactly_what_the_children_use():
+    # GIVEN the compute and Slurm units and the minimal spec's releases / WHEN the apps chart is built
+    objects = apps(model())
+    project = objects["AppProject/t"]["spec"]
+    # THEN no wildcard anywhere; the spec's repository, the units' and releases' namespaces and cluster kinds
+    assert "'*'" not in repr(project)
+    assert "https://github.com/o/r.git" in project["sourceRepos"]
+    assert {d["namespace"] for d in project["destinations"]} >= {"slurm", "slinky", "cert-manager", "kube-system"}
+    kinds = {(k["group"], k["kind"]) for k in project["clusterResourceWhitelist"]}
+    assert {("karpenter.sh", "NodePool"), ("karpenter.k8s.aws", "EC2NodeClass"),
+            ("apiextensions.k8s.io", "CustomResourceDefinition")} <= kinds
+    # AND every child's repository and destination is one the project allows
+    for name, app in children(objects).items():
+        assert app["spec"]["source"]["repoURL"] in project["sourceRepos"], name
+        assert app["spec"]["destination"]["namespace"] in {d["namespace"] for d in project["destinations"]}, name
+
+
+def test_a_unit_of_cluster_scoped_objects_adds_its_kinds_to_the_project():
+    # GIVEN only the storage unit of a static FSx (a PersistentVolume, no namespace) and no release
+    spec = model(storage=STATIC)
+    kinds = {(k["group"], k["kind"]) for k in
+             apps(spec, (StorageChart,), releases=[])["AppProject/t"]["spec"]["clusterResourceWhitelist"]}
+    # THEN the project allows that kind and Namespace (CreateNamespace=true), nothing else
+    assert kinds == {("", "PersistentVolume"), ("", "Namespace")}
+
+
+def test_the_argocd_cm_patch_is_one_configmap_in_the_argocd_namespace():
+    # GIVEN the minimal spec / WHEN the Argo CD settings chart is built alone
+    objects: dict[str, Any] = build(ArgoCDSettingsChart, model())  # type: ignore[arg-type]
+    # THEN it is argocd-cm, without labels (a merge patch keeps the installed ones), holding health checks
+    [(name, config_map)] = objects.items()
+    assert name == "ConfigMap/argocd-cm" and config_map["metadata"] == {"name": "argocd-cm", "namespace": "argocd"}
+    assert any(key.startswith("resource.customizations.health.") for key in config_map["data"])

@@ -84,3 +84,50 @@ def test_control_plane_pods_run_where_the_spec_places_them():
     for kind in ("Controller", "RestApi", "Accounting", "LoginSet"):
         for obj in by_kind(objects, kind).values():
             assert obj["spec"]["template"]["spec"]["nodeSelector"] == core, kind
+
+
+#: Two nodesets as the example has them: one always on with EFA, one on Spot that scales from zero.
+TWO_NODESETS = {
+    "nodesets": [{"name": "slinky", "instanceType": "g5.8xlarge", "gpusPerPod": 1, "efa": True, "replicas": 4},
+                 {"name": "spot", "instanceType": "g5.2xlarge", "capacityType": "spot",
+                  "autoscale": {"min": 0, "max": 8}}],
+    "partitions": [{"name": "slinky", "nodesets": ["slinky"], "priorityTier": 10},
+                   {"name": "backfill", "nodesets": ["spot"], "maxTime": "1-00:00:00", "priorityTier": 1,
+                    "allowQos": ["scavenger"]},
+                   {"name": "all", "nodesets": ["ALL"], "default": True, "priorityTier": 5}],
+    "policy": {"qos": [{"name": "normal"}, {"name": "scavenger", "preemptMode": "requeue"}], "defaultQos": "normal"},
+    "autoscaling": {"prometheusAddress": "http://prometheus.monitoring.svc:9090"},
+}
+
+
+def test_partitions_get_a_default_memory_per_gpu_and_all_leaves_out_the_autoscaled_nodeset():
+    # GIVEN an always-on nodeset with its own partition, a Spot one behind `backfill`, and the default `all`
+    objects = unit(SlurmClusterChart, **TWO_NODESETS)
+    conf = objects["Controller/slurm"]["spec"]["extraConf"]
+    # THEN every partition has a default memory per GPU (a job without --mem does not take a whole node)
+    # and [ALL] is written as the nodesets in it: not the autoscaled spot, which did not opt in
+    assert "GresTypes=gpu\n" in conf
+    assert ("PartitionName=all Nodes=slinky State=UP Default=YES MaxTime=UNLIMITED PriorityTier=5 "
+            "DefMemPerGPU=115956\n") in conf
+    assert ("PartitionName=backfill Nodes=spot State=UP MaxTime=1-00:00:00 PriorityTier=1 AllowQos=scavenger "
+            "DefMemPerGPU=28390\n") in conf
+    # AND a partition of exactly one nodeset is that NodeSet's own; the other nodeset has none
+    assert objects["NodeSet/slurm-worker-slinky"]["spec"]["partition"] == {
+        "enabled": True, "config": "State=UP MaxTime=UNLIMITED PriorityTier=10 DefMemPerGPU=115956"}
+    assert "partition" not in objects["NodeSet/slurm-worker-spot"]["spec"]
+
+
+def test_a_nodeset_asks_for_the_devices_slurm_offers_and_keeps_its_nodes_while_busy():
+    # GIVEN one GPU and one EFA interface per pod on g5.8xlarge
+    nodeset = unit(SlurmClusterChart, **TWO_NODESETS)["NodeSet/slurm-worker-slinky"]["spec"]
+    resources = nodeset["slurmd"]["resources"]
+    # THEN extended resources have limits == requests, CPU and memory requests only (see PodShape.limits)
+    assert resources["limits"] == {"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "1"}
+    assert {k: resources["requests"][k] for k in resources["limits"]} == resources["limits"]
+    assert {"cpu", "memory"} <= set(resources["requests"])
+    # AND Slurm is told the same GPU, in one well-formed extraConf line
+    assert "Gres=gpu:a10g:1" in nodeset["extraConf"].split(" ")
+    assert "  " not in nodeset["extraConf"] and all("=" in t for t in nodeset["extraConf"].split(" "))
+    # AND pods are named after the nodeset and Karpenter never disrupts a node under a pod
+    assert nodeset["template"]["spec"]["hostname"] == "slinky-"
+    assert nodeset["template"]["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true"

@@ -143,3 +143,13 @@ def test_the_argocd_cm_patch_is_one_configmap_in_the_argocd_namespace():
     [(name, config_map)] = objects.items()
     assert name == "ConfigMap/argocd-cm" and config_map["metadata"] == {"name": "argocd-cm", "namespace": "argocd"}
     assert any(key.startswith("resource.customizations.health.") for key in config_map["data"])
+
+
+def test_generated_keys_and_the_database_sync_before_the_slurm_cluster():
+    # GIVEN the minimal spec's units (secrets generated, a managed database) and releases
+    from charts.accounting import DatabaseChart
+    from charts.secrets import SecretsChart
+    found = children(apps(model(), (ComputeChart, SecretsChart, DatabaseChart, SlurmClusterChart)))
+    w = {name: int(app["metadata"]["annotations"][WAVE]) for name, app in found.items()}
+    # THEN External Secrets runs before the secrets unit, which comes before the database and the Slurm CRs
+    assert w["t-external-secrets"] < w["t-secrets"] < w["t-database"] < w["t-slurm"]

@@ -131,3 +131,56 @@ def test_a_nodeset_asks_for_the_devices_slurm_offers_and_keeps_its_nodes_while_b
     # AND pods are named after the nodeset and Karpenter never disrupts a node under a pod
     assert nodeset["template"]["spec"]["hostname"] == "slinky-"
     assert nodeset["template"]["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
+
+
+def test_fsx_is_mounted_on_login_and_every_nodeset_and_shm_on_gpu_ones_only():
+    # GIVEN a static FSx, a GPU nodeset and a CPU one
+    from tests.charts.test_storage import STATIC
+    objects = unit(SlurmClusterChart, storage=STATIC,
+                   nodesets=[{"name": "gpu", "instanceType": "g5.xlarge"}, {"name": "cpu", "instanceType": "m7i.2xlarge"}],
+                   partitions=[{"name": "gpu", "nodesets": ["gpu", "cpu"]}])
+    # WHEN the login and worker pods are read
+    for name, gpu in (("NodeSet/slurm-worker-gpu", True), ("NodeSet/slurm-worker-cpu", False),
+                      ("LoginSet/slurm-login", False)):
+        obj = objects[name]["spec"]
+        container = obj["slurmd" if name.startswith("NodeSet/") else "login"]
+        volumes = {v["name"]: v for v in obj["template"]["spec"]["volumes"]}
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        # THEN each mounts the FSx claim at /fsx, and only the GPU pods get a memory-backed /dev/shm
+        assert volumes[mounts["/fsx"]]["persistentVolumeClaim"] == {"claimName": "fsx"}, name
+        assert ("/dev/shm" in mounts) == gpu, name
+        if gpu:
+            assert volumes[mounts["/dev/shm"]]["emptyDir"]["medium"] == "Memory"
+
+
+def test_precreated_secrets_are_referenced_by_their_given_names():
+    # GIVEN Secrets made by hand (slurm.key, jwt.key, the database password, sssd.conf)
+    objects = unit(SlurmClusterChart, secrets={"mode": "precreated", "slurmKey": {"name": "dev-slurm-key", "key": "slurm.key"},
+                                               "jwtKey": {"name": "dev-jwt-key", "key": "jwt.key"}},
+                   accounting={"database": {"mode": "external", "host": "db.example.com",
+                                            "passwordSecret": {"name": "dev-slurmdbd", "key": "password"}}},
+                   login={"sssdConfSecret": {"name": "dev-sssd", "key": "sssd.conf"}})
+    # THEN the controller, slurmdbd and the login pods read those names
+    assert objects["Controller/slurm"]["spec"]["slurmKeyRef"] == {"name": "dev-slurm-key", "key": "slurm.key"}
+    assert objects["Controller/slurm"]["spec"]["jwtKeyRef"] == {"name": "dev-jwt-key", "key": "jwt.key"}
+    assert objects["Accounting/slurm"]["spec"]["storageConfig"]["passwordKeyRef"] == {"name": "dev-slurmdbd", "key": "password"}
+    assert objects["LoginSet/slurm-login"]["spec"]["sssdConfRef"] == {"name": "dev-sssd", "key": "sssd.conf"}
+
+
+def test_generated_secrets_are_referenced_by_the_names_the_secrets_chart_gives_them():
+    # GIVEN the minimal spec (secrets generated in the cluster) / WHEN the Slurm cluster chart is built alone
+    objects = unit(SlurmClusterChart)
+    # THEN the keys and sssd.conf are the Secrets the secrets chart makes (tests/charts/test_secrets.py)
+    assert objects["Controller/slurm"]["spec"]["slurmKeyRef"] == {"name": "slurm-auth-slurm", "key": "slurm.key"}
+    assert objects["LoginSet/slurm-login"]["spec"]["sssdConfRef"] == {"name": "slurm-sssd-conf", "key": "sssd.conf"}
+
+
+def test_the_service_monitor_carries_the_label_of_the_prometheus_release():
+    # GIVEN kube-prometheus-stack installed by this cluster and ServiceMonitor labels that name its release
+    from apps import helm
+    spec = model(monitoring={"kubePrometheusStack": {"enabled": True}},
+                 metrics={"serviceMonitor": {"labels": {"release": "kube-prometheus-stack"}}})
+    monitor = build(SlurmClusterChart, spec)["Controller/slurm"]["spec"]["metrics"]["serviceMonitor"]
+    # THEN the Prometheus of that release selects the ServiceMonitor
+    assert monitor["enabled"] is True
+    assert monitor["labels"] == {"release": helm.kube_prometheus_stack(spec).release_name}

@@ -17,6 +17,7 @@ from charts.unit import UnitChart
 from slurmgen.plan.nodesets import plan_cluster
 from slurmgen.spec import ClusterSpec
 from tests.charts import Obj, build, model, new_app, synth
+from tests.charts.test_slurm_cluster import TWO_NODESETS
 from tests.charts.test_storage import STATIC
 
 WAVE = "argocd.argoproj.io/sync-wave"
@@ -25,14 +26,14 @@ FINALIZER = "resources-finalizer.argocd.argoproj.io"
 
 def apps(spec: ClusterSpec, unit_classes: Sequence[type[UnitChart]] = (ComputeChart, SlurmClusterChart),
          releases: Sequence[helm.HelmRelease] | None = None) -> dict[str, Obj]:
-    """AppsChart alone for the units `unit_classes` and `releases` (by default the spec's Helm releases, with
-    the NVIDIA device plugin its GPU nodesets bring)."""
+    """AppsChart alone for the units `unit_classes` and `releases` (by default the spec's Helm releases for
+    its planned nodesets)."""
     app = new_app()
     plans = plan_cluster(spec)
     units: list[UnitChart] = [cls(app, spec, plans) if cls in (ComputeChart, SlurmClusterChart)  # type: ignore[call-arg]
                               else cls(app, spec) for cls in unit_classes]  # type: ignore[call-arg]
     if releases is None:
-        releases = helm.releases(spec, nvidia=any(p.instance.is_nvidia for p in plans.values()))
+        releases = helm.planned_releases(spec, plans)
     chart = AppsChart(app, spec, units, releases)
     return synth(chart)
 
@@ -153,3 +154,55 @@ def test_generated_keys_and_the_database_sync_before_the_slurm_cluster():
     w = {name: int(app["metadata"]["annotations"][WAVE]) for name, app in found.items()}
     # THEN External Secrets runs before the secrets unit, which comes before the database and the Slurm CRs
     assert w["t-external-secrets"] < w["t-secrets"] < w["t-database"] < w["t-slurm"]
+
+
+def test_a_release_kept_on_delete_leaves_its_objects_when_its_application_goes():
+    # GIVEN the minimal spec's releases (the CRD releases are kept on delete) / WHEN the apps chart is built
+    found = children(apps(model()))
+    # THEN their Applications delete nothing (the CRDs and every custom resource would go), the others do
+    for name, app in found.items():
+        assert ("Delete=false" in app["spec"]["syncPolicy"].get("syncOptions", [])) == name.endswith("-crds"), name
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, what `kubectl patch --type merge` sends."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def test_the_argocd_cm_patch_adds_the_health_checks_and_keeps_everything_else():
+    # GIVEN a live argocd-cm with the user's settings and a Helm install's labels
+    live = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "argocd-cm", "namespace": "argocd",
+                         "labels": {"app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/part-of": "argocd"}},
+            "data": {"url": "https://argocd.example.com", "resource.exclusions": "- kinds: [Event]\n"}}
+    patch = build(ArgoCDSettingsChart, model())["ConfigMap/argocd-cm"]  # type: ignore[arg-type]
+    # WHEN the chart's object is applied as `kubectl patch --type merge --patch-file`
+    after = merge_patch(live, patch)
+    # THEN the user's keys and labels are untouched and the health checks are added
+    assert after["metadata"] == live["metadata"]
+    assert after["data"]["url"] == live["data"]["url"] and after["data"]["resource.exclusions"]
+    lua = after["data"]["resource.customizations.health.argoproj.io_Application"]
+    assert "hs.status = obj.status.health.status" in lua and lua.rstrip().endswith("return hs")
+    # AND the object holds nothing else (no labels to overwrite, no key but the checks)
+    assert set(patch["metadata"]) == {"name", "namespace"} and list(patch["data"]) == [
+        "resource.customizations.health.argoproj.io_Application",
+        *(f"resource.customizations.health.slinky.slurm.net_{kind}"
+          for kind in ("Accounting", "Controller", "RestApi", "LoginSet", "NodeSet"))]
+
+
+def test_the_argocd_cm_patch_is_its_own_unit_and_the_same_for_every_cluster():
+    # GIVEN two clusters that differ in everything the patch could read
+    one = build(ArgoCDSettingsChart, model())  # type: ignore[arg-type]
+    other = build(ArgoCDSettingsChart, model(name="u", aws={"region": "eu-west-1"}, **TWO_NODESETS))  # type: ignore[arg-type]
+    # THEN the patch goes to its own folder, argocd/ (not bootstrap/, which kubectl applies; not apps/, the
+    # root's), and is the same object: patching for a second cluster changes nothing
+    assert ArgoCDSettingsChart.unit == "argocd"
+    assert one == other

@@ -184,3 +184,13 @@ def test_the_service_monitor_carries_the_label_of_the_prometheus_release():
     # THEN the Prometheus of that release selects the ServiceMonitor
     assert monitor["enabled"] is True
     assert monitor["labels"] == {"release": helm.kube_prometheus_stack(spec).release_name}
+
+
+def test_a_service_monitor_only_where_a_prometheus_operator_is_known():
+    # GIVEN no Prometheus operator known, one installed with the cluster, and one said to exist
+    def monitor(**changes):
+        return unit(SlurmClusterChart, **changes)["Controller/slurm"]["spec"]["metrics"].get("serviceMonitor")
+    # THEN only the last two get a ServiceMonitor (its CRD would be missing otherwise)
+    assert monitor() is None
+    assert monitor(monitoring={"kubePrometheusStack": {"enabled": True}})["enabled"] is True
+    assert monitor(metrics={"serviceMonitor": {"enabled": True}})["enabled"] is True

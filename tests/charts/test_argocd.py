@@ -206,3 +206,15 @@ def test_the_argocd_cm_patch_is_its_own_unit_and_the_same_for_every_cluster():
     # root's), and is the same object: patching for a second cluster changes nothing
     assert ArgoCDSettingsChart.unit == "argocd"
     assert one == other
+
+
+def test_the_slurm_bridge_application_syncs_like_the_other_charts_after_the_slurm_unit():
+    # GIVEN a bridge / WHEN the apps chart is built with the Slurm unit
+    found = children(apps(model(bridge={"namespaces": ["inference"], "partition": "gpu"})))
+    bridge, operator = found["t-slurm-bridge"], found["t-slurm-operator"]
+    # THEN it syncs after the Slurm CRs, with the same finalizer, project, automated sync and retry
+    assert int(bridge["metadata"]["annotations"][WAVE]) > int(found["t-slurm"]["metadata"]["annotations"][WAVE])
+    assert bridge["metadata"]["finalizers"] == operator["metadata"]["finalizers"]
+    assert bridge["spec"]["project"] == operator["spec"]["project"] == "t"
+    assert bridge["spec"]["syncPolicy"] == {**operator["spec"]["syncPolicy"], "syncOptions": ["CreateNamespace=true"]}
+    assert bridge["spec"]["destination"]["namespace"] == "slurm"

@@ -230,3 +230,68 @@ def test_every_release_declares_the_cluster_scoped_kinds_its_chart_templates_cre
         assert not missing, f"{r.chart}: {sorted(missing)} not in cluster_kinds"
         checked += 1
     assert checked >= 8
+
+
+BRIDGE_TOLERATION = {"key": "slinky.slurm.net/managed-node", "operator": "Equal", "value": "slurm-bridge-scheduler",
+                     "effect": "NoExecute"}
+
+
+def test_slurm_bridge_is_pinned_and_released_into_the_slurm_namespace_last():
+    # GIVEN a bridge (and every other release) / WHEN its release is read
+    bridge = release(model(**EVERY), "slurm-bridge")
+    # THEN the OCI chart at 1.2.1, released into the Slurm namespace after the Slurm unit
+    assert bridge is not None
+    assert (bridge.repo_url, bridge.chart, bridge.version, bridge.release_name, bridge.namespace) == (
+        "ghcr.io/slinkyproject/charts", "slurm-bridge", "1.2.1", "slurm-bridge", "slurm")
+    assert bridge.wave == 10 and not bridge.server_side_apply and not bridge.keep_on_delete
+    # AND it declares its webhooks, cluster RBAC and the kube-system RoleBinding for the AppProject
+    assert {("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+            ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+            ("rbac.authorization.k8s.io", "ClusterRole"),
+            ("rbac.authorization.k8s.io", "ClusterRoleBinding")} <= set(bridge.cluster_kinds)
+    assert bridge.extra_namespaces == ("kube-system",)
+
+
+def test_slurm_bridge_values_field_by_field():
+    # GIVEN a bridge of namespace inference into partition gpu, the control plane on the core node group
+    spec = model(**EVERY)
+    values = helm.slurm_bridge(spec).values
+    # THEN each component is pinned by version on the core placement
+    for component in ("scheduler", "admission", "controllers"):
+        assert values[component]["image"] == {"repository": f"ghcr.io/slinkyproject/slurm-bridge-{component}",
+                                              "tag": "1.2.1"}, component
+        assert values[component]["nodeSelector"] == EVERY["placement"]["nodeSelector"], component
+        assert values[component]["tolerations"] == EVERY["placement"]["tolerations"], component
+    # AND the bridged namespaces, partition, REST API and JWT Secret
+    assert values["admission"]["managedNamespaces"] == ["inference"]
+    assert values["admission"]["certManager"] == {"enabled": True}
+    assert values["schedulerConfig"] == {"partition": "gpu"}
+    assert values["sharedConfig"] == {"slurmRestApi": "http://slurm-restapi.slurm:6820",
+                                      "slurmJwtSecret": "slurm-bridge-token"}
+    assert set(values) == {"scheduler", "admission", "controllers", "schedulerConfig", "sharedConfig"}
+
+
+def test_node_agents_tolerate_the_bridge_taint():
+    # GIVEN a bridge and every node agent a spec can install
+    spec = model(**EVERY)
+
+    def values(unit: str) -> dict[str, Any]:
+        found = release(spec, unit)
+        assert found is not None, unit
+        return found.values
+
+    # THEN the device plugins and the node exporter run on the bridged nodes too
+    assert BRIDGE_TOLERATION in values("nvidia-device-plugin")["tolerations"]
+    assert BRIDGE_TOLERATION in values("aws-efa-k8s-device-plugin")["tolerations"]
+    assert BRIDGE_TOLERATION in values("neuron-device-plugin")["devicePlugin"]["tolerations"]
+    assert values("kube-prometheus-stack")["prometheus-node-exporter"]["tolerations"] == [
+        {"effect": "NoSchedule", "operator": "Exists"}, BRIDGE_TOLERATION]
+
+
+def test_without_a_bridge_no_node_agent_tolerates_its_taint():
+    # GIVEN every release but the bridge
+    spec = model(**{k: v for k, v in EVERY.items() if k != "bridge"})
+    # THEN no release mentions the bridge's taint, and there is no slurm-bridge release
+    found = helm.planned_releases(spec, plan_cluster(spec))
+    assert "slurm-bridge" not in {r.unit for r in found}
+    assert not [r.unit for r in found if "slinky.slurm.net/managed-node" in repr(r.values)]

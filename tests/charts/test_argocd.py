@@ -218,3 +218,20 @@ def test_the_slurm_bridge_application_syncs_like_the_other_charts_after_the_slur
     assert bridge["spec"]["project"] == operator["spec"]["project"] == "t"
     assert bridge["spec"]["syncPolicy"] == {**operator["spec"]["syncPolicy"], "syncOptions": ["CreateNamespace=true"]}
     assert bridge["spec"]["destination"]["namespace"] == "slurm"
+
+
+def test_argo_cd_ignores_the_replicas_of_autoscaled_nodesets_only():
+    # GIVEN an always-on nodeset and one scaled by KEDA / WHEN the apps chart is built with the Slurm unit
+    found = children(apps(model(**TWO_NODESETS)))
+    app = found["t-slurm"]["spec"]
+    # THEN the Slurm Application leaves the autoscaled NodeSet's replicas to KEDA, and only those
+    assert app["ignoreDifferences"] == [{"group": "slinky.slurm.net", "kind": "NodeSet", "name": "slurm-worker-spot",
+                                         "namespace": "slurm", "jsonPointers": ["/spec/replicas"]}]
+    assert "RespectIgnoreDifferences=true" in app["syncPolicy"]["syncOptions"]
+    # AND KEDA is a pinned chart, applied server-side, synced before the Slurm CRs its ScaledObjects target
+    keda = found["t-keda"]
+    assert keda["spec"]["source"]["chart"] == "keda" and keda["spec"]["source"]["targetRevision"] == "2.20.2"
+    assert "ServerSideApply=true" in keda["spec"]["syncPolicy"]["syncOptions"]
+    assert int(keda["metadata"]["annotations"][WAVE]) < int(found["t-slurm"]["metadata"]["annotations"][WAVE])
+    assert keda["spec"]["source"]["helm"]["valuesObject"]["rbac"]["scaledRefKinds"] == [
+        {"apiGroup": "slinky.slurm.net", "kind": "nodesets"}]

@@ -120,3 +120,11 @@ def test_without_fsx_a_pool_is_neither_pinned_nor_waits_for_its_agent():
     # THEN no zone requirement and no FSx startup taint
     assert not [r for r in template["requirements"] if r["key"] == "topology.kubernetes.io/zone"]
     assert "fsx.csi.aws.com/agent-not-ready" not in str(template.get("startupTaints"))
+
+
+def test_an_autoscaled_pool_stops_at_the_autoscale_max_and_only_drops_empty_nodes():
+    # GIVEN a nodeset that scales with its queue up to 8 nodes
+    pool = unit(ComputeChart, nodeset={"autoscale": {"min": 0, "max": 8}},
+                autoscaling={"prometheusAddress": "http://prom:9090"})["NodePool/t-gpu"]["spec"]
+    # THEN Karpenter never holds more than 8 and removes only empty nodes
+    assert pool["limits"]["nodes"] == "8" and pool["disruption"]["consolidationPolicy"] == "WhenEmpty"

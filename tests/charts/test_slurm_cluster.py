@@ -194,3 +194,16 @@ def test_a_service_monitor_only_where_a_prometheus_operator_is_known():
     assert monitor() is None
     assert monitor(monitoring={"kubePrometheusStack": {"enabled": True}})["enabled"] is True
     assert monitor(metrics={"serviceMonitor": {"enabled": True}})["enabled"] is True
+
+
+def test_slurm_conf_follows_the_policy():
+    # GIVEN fair share with weights, and a QoS that preempts another by requeueing it
+    conf = unit(SlurmClusterChart, scheduling={"fairShare": {"enabled": True, "weights": {"fairshare": 10000, "qos": 2000}}},
+                policy={"qos": [{"name": "normal", "preempt": ["scavenger"]}, {"name": "scavenger", "preemptMode": "requeue"}],
+                        "defaultQos": "normal"})["Controller/slurm"]["spec"]["extraConf"].splitlines()
+    # THEN slurmctld enforces the associations, limits and QoS, weighs by them and preempts by QoS
+    for line in ("AccountingStorageEnforce=associations,limits,qos", "AccountingStorageTRES=gres/gpu",
+                 "PriorityWeightFairshare=10000", "PriorityWeightQOS=2000",
+                 "PreemptType=preempt/qos", "PreemptMode=REQUEUE"):
+        assert line in conf, line
+    assert "PreemptType=preempt/partition_prio" not in conf

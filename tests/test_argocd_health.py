@@ -53,10 +53,11 @@ def test_every_slinky_kind_has_a_healthy_a_progressing_a_degraded_and_a_status_l
     assert any("status" not in c["object"] for c in mine), kind
 
 
-def test_there_is_one_check_per_slinky_kind_and_one_for_applications():
+def test_there_is_one_check_per_slinky_kind_one_for_applications_and_one_for_crds():
     assert [(c.group, c.kind) for c in CHECKS] == [("argoproj.io", "Application"),
+                                                   ("apiextensions.k8s.io", "CustomResourceDefinition"),
                                                    *((SLINKY_GROUP, k) for k in SLINKY_KINDS)]
-    assert [c.key for c in CHECKS][1] == "resource.customizations.health.slinky.slurm.net_Accounting"
+    assert [c.key for c in CHECKS][2] == "resource.customizations.health.slinky.slurm.net_Accounting"
 
 
 def test_every_slinky_kind_the_generator_renders_has_a_check():

@@ -43,7 +43,8 @@ def test_each_install_kind_yields_an_argocd_cm_that_verifies():
 def test_the_operator_form_names_the_application_and_every_slinky_kind():
     checks = body(argocd_settings.settings("operator"))["spec"]["resourceHealthChecks"]
     assert [(c["group"], c["kind"]) for c in checks] == [
-        ("argoproj.io", "Application"), ("slinky.slurm.net", "Accounting"), ("slinky.slurm.net", "Controller"),
+        ("argoproj.io", "Application"), ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("slinky.slurm.net", "Accounting"), ("slinky.slurm.net", "Controller"),
         ("slinky.slurm.net", "RestApi"), ("slinky.slurm.net", "LoginSet"), ("slinky.slurm.net", "NodeSet")]
     assert "hs.status = obj.status.health.status" in checks[0]["check"]
     assert 'c.type == "ComparisonError"' in checks[0]["check"]

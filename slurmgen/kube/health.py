@@ -2,7 +2,8 @@
 
 A resource Argo CD has no health check for counts as done once applied, so the next wave starts
 at once. Argo CD v3.5.1 has no check for `argoproj.io/Application` (removed in 1.8) nor for the
-`slinky.slurm.net` kinds (its resource_customizations/ has none). How it runs one (util/lua/lua.go
+`slinky.slurm.net` kinds (its resource_customizations/ has none), and its CRD check calls a CRD
+Degraded in the moment between its names being accepted and its being established. How it runs one (util/lua/lua.go
 @ v3.5.1): the live object is the global `obj`, the table the script returns is the health
 (`status`: Healthy, Progressing, Degraded, Suspended, Missing or Unknown, anything else becomes
 Unknown), and only the base, table, package and a safe os library are loaded (no string, no
@@ -50,10 +51,13 @@ def _slinky(kind: str, body: str) -> HealthCheck:
                        f"the slurm unit's later waves and its accounts Job do not wait for {kind}")
 
 
-#: Every check, the Application first, then the Slinky kinds in their sync-wave order.
+#: Every check: the Application and the CRD first, then the Slinky kinds in their sync-wave order.
 CHECKS: tuple[HealthCheck, ...] = (
     HealthCheck("argoproj.io", "Application", _read("argoproj.io_Application.lua"),
                 "sync waves do not wait for child Applications"),
+    HealthCheck("apiextensions.k8s.io", "CustomResourceDefinition",
+                _read("apiextensions.k8s.io_CustomResourceDefinition.lua"),
+                "a CRD applied a moment ago is Degraded in Argo CD v3.5.1, which fails the root's wave and retries it"),
     _slinky("Accounting", _STATUS_LESS),
     _slinky("Controller", _STATUS_LESS),
     _slinky("RestApi", _STATUS_LESS),

@@ -194,6 +194,7 @@ def test_the_argocd_cm_patch_adds_the_health_checks_and_keeps_everything_else():
     # AND the object holds nothing else (no labels to overwrite, no key but the checks)
     assert set(patch["metadata"]) == {"name", "namespace"} and list(patch["data"]) == [
         "resource.customizations.health.argoproj.io_Application",
+        "resource.customizations.health.apiextensions.k8s.io_CustomResourceDefinition",
         *(f"resource.customizations.health.slinky.slurm.net_{kind}"
           for kind in ("Accounting", "Controller", "RestApi", "LoginSet", "NodeSet"))]
 

@@ -20,10 +20,10 @@ import signal
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from . import cache as render_cache
 from ..verify import collisions, fsx_size, guards
@@ -236,16 +236,18 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
     stopwatch = Stopwatch()
     csvs = site_csvs(spec_paths) if own_catalog else []
     keys, entries = _cache_entries(spec_paths, csvs[0] if csvs else None, stopwatch) if use_cache else ({}, {})
-    with stopwatch.timer("load"):
-        catalog = catalog if catalog is not None else site_catalog(spec_paths)
-        specs, spec_data = _load(spec_paths, catalog, entries, use_cache)
-    with stopwatch.timer("fleet"):
-        fleet_notes = _fleet_problems(specs, fleet, catalog)
-    cached = {s.name: entries[s.source] for s in specs if s.source in entries}
-    misses = [s for s in specs if s.name not in cached]
-    wanted = processes if processes is not None else choose_processes(len(misses))
-    wanted = wanted if own_catalog else 1
-    rendered, notes = _render(misses, catalog, csvs[0] if csvs else None, crd_dir, wanted, stopwatch)
+    to_render = len(spec_paths) - len(entries)
+    wanted = min(processes if processes is not None else choose_processes(to_render), to_render)
+    # The workers start (interpreter, cdk8s, jsii kernel: ~0.5 s of CPU each) while the specs load.
+    with _workers(wanted if own_catalog else 1, csvs[0] if csvs else None) as pool:
+        with stopwatch.timer("load"):
+            catalog = catalog if catalog is not None else site_catalog(spec_paths)
+            specs, spec_data = _load(spec_paths, catalog, entries, use_cache)
+        with stopwatch.timer("fleet"):
+            fleet_notes = _fleet_problems(specs, fleet, catalog)
+        cached = {s.name: entries[s.source] for s in specs if s.source in entries}
+        misses = [s for s in specs if s.name not in cached]
+        rendered, notes = _render(misses, catalog, crd_dir, pool, stopwatch)
     by_name = {s.name: s for s in specs}
     problems = [line for r in sorted(rendered, key=lambda r: r.name) for line in r.problems]
     if use_cache:
@@ -314,17 +316,37 @@ def _fleet_problems(specs: Sequence[ClusterSpec], fleet: Sequence[Path],
     return notes
 
 
-def _render(specs: Sequence[ClusterSpec], catalog: Mapping[str, InstanceType], site_csv: Path | None,
-            crd_dir: Path | None, processes: int, stopwatch: Stopwatch) -> tuple[list[Rendered], list[str]]:
+@contextmanager
+def _workers(processes: int, site_csv: Path | None) -> Iterator[ProcessPoolExecutor | None]:
+    """A pool of `processes` spawned workers, started now (None for one process: no pool). On any
+    failure or stop signal in the `with` block the workers are ended at once, not waited for:
+    what they would render is wasted."""
+    if processes < 2:
+        yield None
+        return
+    pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_start_worker, initargs=(site_csv,))
+    try:
+        for _ in range(processes):  # the pool starts a worker per task it cannot hand to an idle one
+            pool.submit(int)
+        yield pool
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown()
+
+
+def _render(specs: Sequence[ClusterSpec], catalog: Mapping[str, InstanceType], crd_dir: Path | None,
+            pool: ProcessPoolExecutor | None, stopwatch: Stopwatch) -> tuple[list[Rendered], list[str]]:
     """Render, check, validate and dump `specs`: here, one after the other, or one task per cluster
-    in a pool of `processes` workers. What a worker that ended abruptly (killed, out of memory) did
-    not hand back is rendered here, so the run still gives every cluster, the same bytes. Returns
-    the clusters and what the user should be told."""
+    in `pool`. What a worker that ended abruptly (killed, out of memory) did not hand back is
+    rendered here, so the run still gives every cluster, the same bytes. Returns the clusters and
+    what the user should be told."""
     order = heaviest_first(specs)
     try:
-        if processes < 2 or len(order) < 2:
+        if pool is None:
             return _render_here(order, catalog, crd_dir, stopwatch), []
-        done, lost = _render_in_pool(order, site_csv, crd_dir, processes, stopwatch)
+        done, lost = _render_in_pool(order, crd_dir, pool, stopwatch)
         if not lost:
             return done, []
         return done + _render_here(lost, catalog, crd_dir, stopwatch), [
@@ -344,27 +366,18 @@ def _render_here(specs: Sequence[ClusterSpec], catalog: Mapping[str, InstanceTyp
     return [render_cluster(spec, catalog, crd_dir, stopwatch) for spec in specs]
 
 
-def _render_in_pool(specs: Sequence[ClusterSpec], site_csv: Path | None, crd_dir: Path | None, processes: int,
+def _render_in_pool(specs: Sequence[ClusterSpec], crd_dir: Path | None, pool: ProcessPoolExecutor,
                     stopwatch: Stopwatch) -> tuple[list[Rendered], list[ClusterSpec]]:
-    """Each cluster a task of a pool of `processes` spawned workers: (what came back, what was lost
-    to a worker that ended abruptly). On any failure or stop signal here the workers are ended at
-    once, not waited for: what they would render is wasted."""
+    """Each cluster a task of `pool`: (what came back, what was lost to a worker that ended abruptly)."""
     done: list[Rendered] = []
     lost: list[ClusterSpec] = []
-    pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker, initargs=(site_csv,))
-    try:
-        futures = [pool.submit(_render_in_worker, spec, crd_dir) for spec in specs]
-        with stopwatch.timer("wait for workers"):
-            for spec, future in zip(specs, futures, strict=True):
-                try:
-                    done.append(future.result())
-                except BrokenProcessPool:
-                    lost.append(spec)
-    except BaseException:
-        _stop(pool)
-        raise
-    pool.shutdown()
+    futures = [pool.submit(_render_in_worker, spec, crd_dir) for spec in specs] if specs else []
+    with stopwatch.timer("wait for workers"):
+        for spec, future in zip(specs, futures, strict=True):
+            try:
+                done.append(future.result())
+            except BrokenProcessPool:
+                lost.append(spec)
     for rendered in done:
         for step, secs in rendered.timings.items():
             stopwatch.timings[f"worker {step}"] = stopwatch.timings.get(f"worker {step}", 0.0) + secs
@@ -384,7 +397,7 @@ _WORKER_CATALOG: list[Mapping[str, InstanceType]] = []
 
 
 def _start_worker(site_csv: Path | None) -> None:
-    """A worker's start: its catalog, Ctrl-C left to the main process (which ends the workers:
+    """A worker's start: its catalog and jsii kernel, Ctrl-C left to the main process (which ends the workers:
     no traceback from each), and an exit as soon as the main process is gone, even killed outright.
 
     Why the last: an idle worker waits on its task pipe, whose other end it holds too, so it would
@@ -403,6 +416,7 @@ def _start_worker(site_csv: Path | None) -> None:
 
         threading.Thread(target=watch, name="slurmgen-parent-watch", daemon=True).start()
     _WORKER_CATALOG[:] = [load_catalog(site_csv)]
+    from . import render  # noqa: F401  (imports cdk8s, which starts this worker's jsii kernel)
 
 
 def _render_in_worker(spec: ClusterSpec, crd_dir: Path | None) -> Rendered:

@@ -98,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="render every cluster, neither reading nor writing the render cache (CI)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes that render (default: from the CPUs, the number of clusters to render and "
-                        "the memory budget $SLURMGEN_MEMORY_MB, 500 MB)")
+                        "the memory budget $SLURMGEN_MEMORY_MB, 400 MB: one process)")
     p.add_argument("--argocd-settings", choices=("plain", "helm", "operator"), metavar="INSTALL",
                    help="print the Argo CD health checks the sync waves need, for a kubectl-installed (plain), "
                         "Helm-installed (helm) or operator-managed (operator) Argo CD; render nothing")

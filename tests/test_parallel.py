@@ -89,7 +89,8 @@ def test_a_pool_renders_the_same_bytes_as_this_process(alone, processes):
 
 
 @pytest.mark.parametrize(("clusters", "cpus", "budget", "expected"), [
-    (40, 2, pipeline.MEMORY_BUDGET_MB, 2),  # the default budget holds two workers, each with its jsii kernel
+    (40, 2, pipeline.MEMORY_BUDGET_MB, 1),  # the default budget (400 MB) holds one process, not a pool of two
+    (40, 2, 500, 2),      # 500 MB hold two workers, each with its jsii kernel
     (1, 2, 2000, 1),      # one cluster: a worker's start would cost more than it saves
     (7, 8, 2000, 1),      # too few clusters per process
     (8, 2, 2000, 2),      # two CPUs: two processes
@@ -112,7 +113,7 @@ def test_the_memory_budget_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("SLURMGEN_MEMORY_MB", "940")
     assert pipeline.choose_processes(40, 8) == 4
     monkeypatch.delenv("SLURMGEN_MEMORY_MB")
-    assert pipeline.choose_processes(40, 8) == 2
+    assert pipeline.choose_processes(40, 8) == 1
 
 
 def test_the_environment_can_force_a_process_count(monkeypatch):

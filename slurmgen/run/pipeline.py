@@ -3,11 +3,12 @@
 Nothing touches the output folder until every cluster has rendered and verified, so an invalid
 spec or a failed check leaves `dist/` exactly as it was.
 
-Rendering is jsii round trips to one Node process, so one Python process renders one object at a
-time; clusters are independent (one cdk8s App each, checks per cluster), so a fleet renders in the
-standard library's process pool (`_render`), one task per cluster. Workers are spawned, never
-forked: jsii's Node child and its socket must not be shared with a copy of this process. Results
-are merged by cluster name, so the bytes do not depend on who rendered what (tests/test_parallel.py).
+By default the clusters render here, one after the other (`_render_here`, `render.render_cluster`).
+Clusters are independent (one cdk8s App each, checks per cluster), so when asked (`--workers N`) they
+render in the standard library's process pool instead (`_render_in_pool`), one task per cluster.
+Workers are spawned, never forked: jsii's Node child and its socket must not be shared with a copy of
+this process. Results are merged by cluster name, so the bytes do not depend on who rendered what
+(tests/test_parallel.py).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import signal
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from . import cache as render_cache
 from ..verify import collisions, fsx_size, guards
@@ -238,18 +239,20 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
     stopwatch = Stopwatch()
     csvs = site_csvs(spec_paths) if own_catalog else []
     keys, entries = _cache_entries(spec_paths, csvs[0] if csvs else None, stopwatch) if use_cache else ({}, {})
-    to_render = len(spec_paths) - len(entries)
-    wanted = min(processes if processes is not None else choose_processes(to_render), to_render)
-    # The workers start (interpreter, cdk8s, jsii kernel: ~0.5 s of CPU each) while the specs load.
-    with _workers(wanted if own_catalog else 1, csvs[0] if csvs else None) as pool:
-        with stopwatch.timer("load"):
-            catalog = catalog if catalog is not None else site_catalog(spec_paths)
-            specs, spec_data = _load(spec_paths, catalog, entries, use_cache)
-        with stopwatch.timer("fleet"):
-            fleet_notes = _fleet_problems(specs, fleet, catalog)
-        cached = {s.name: entries[s.source] for s in specs if s.source in entries}
-        misses = [s for s in specs if s.name not in cached]
-        rendered, notes = _render(misses, catalog, crd_dir, pool, stopwatch)
+    with stopwatch.timer("load"):
+        catalog = catalog if catalog is not None else site_catalog(spec_paths)
+        specs, spec_data = _load(spec_paths, catalog, entries, use_cache)
+    with stopwatch.timer("fleet"):
+        fleet_notes = _fleet_problems(specs, fleet, catalog)
+    cached = {s.name: entries[s.source] for s in specs if s.source in entries}
+    misses = [s for s in specs if s.name not in cached]
+    wanted = processes if processes is not None else choose_processes(len(misses))
+    notes: list[str] = []
+    if wanted < 2 or len(misses) < 2 or not own_catalog:  # the default: one after the other, here
+        rendered = _render_here(misses, catalog, crd_dir, stopwatch)
+    else:  # asked for (--workers N): a caller's own catalog cannot reach a worker
+        rendered, notes = _render_in_pool(misses, catalog, crd_dir, min(wanted, len(misses)),
+                                          csvs[0] if csvs else None, stopwatch)
     by_name = {s.name: s for s in specs}
     problems = [line for r in sorted(rendered, key=lambda r: r.name) for line in r.problems]
     if use_cache:
@@ -318,72 +321,53 @@ def _fleet_problems(specs: Sequence[ClusterSpec], fleet: Sequence[Path],
     return notes
 
 
-@contextmanager
-def _workers(processes: int, site_csv: Path | None) -> Iterator[ProcessPoolExecutor | None]:
-    """A pool of `processes` spawned workers, started now (None for one process: no pool). On any
-    failure or stop signal in the `with` block the workers are ended at once, not waited for:
-    what they would render is wasted."""
-    if processes < 2:
-        yield None
-        return
-    pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker, initargs=(site_csv,))
-    try:
-        for _ in range(processes):  # the pool starts a worker per task it cannot hand to an idle one
-            pool.submit(int)
-        yield pool
-    except BaseException:
-        _stop(pool)
-        raise
-    pool.shutdown()
-
-
-def _render(specs: Sequence[ClusterSpec], catalog: Mapping[str, InstanceType], crd_dir: Path | None,
-            pool: ProcessPoolExecutor | None, stopwatch: Stopwatch) -> tuple[list[Rendered], list[str]]:
-    """Render, check, validate and dump `specs`: here, one after the other, or one task per cluster
-    in `pool`. What a worker that ended abruptly (killed, out of memory) did not hand back is
-    rendered here, so the run still gives every cluster, the same bytes. Returns the clusters and
-    what the user should be told."""
-    order = heaviest_first(specs)
-    try:
-        if pool is None:
-            return _render_here(order, catalog, crd_dir, stopwatch), []
-        done, lost = _render_in_pool(order, crd_dir, pool, stopwatch)
-        if not lost:
-            return done, []
-        return done + _render_here(lost, catalog, crd_dir, stopwatch), [
-            f"a worker process ended abruptly (killed? out of memory?); {len(lost)} cluster(s) were rendered by "
-            "the main process"]
-    except SchemaUnavailable as err:
-        raise InputError([f"cannot validate the rendered objects: {err}"]) from None
-
-
 def _render_here(specs: Sequence[ClusterSpec], catalog: Mapping[str, InstanceType], crd_dir: Path | None,
                  stopwatch: Stopwatch) -> list[Rendered]:
-    """Render `specs` in this process (importing cdk8s starts its jsii kernel: only when needed)."""
+    """Render, check, validate and dump `specs` in this process, one after the other (importing
+    cdk8s starts its jsii kernel: only when there is something to render)."""
     if not specs:
         return []
     with stopwatch.timer("cdk8s start"):
         from .render import render_cluster
-    return [render_cluster(spec, catalog, crd_dir, stopwatch) for spec in specs]
+    try:
+        return [render_cluster(spec, catalog, crd_dir, stopwatch) for spec in specs]
+    except SchemaUnavailable as err:
+        raise InputError([f"cannot validate the rendered objects: {err}"]) from None
 
 
-def _render_in_pool(specs: Sequence[ClusterSpec], crd_dir: Path | None, pool: ProcessPoolExecutor,
-                    stopwatch: Stopwatch) -> tuple[list[Rendered], list[ClusterSpec]]:
-    """Each cluster a task of `pool`: (what came back, what was lost to a worker that ended abruptly)."""
+def _render_in_pool(specs: Sequence[ClusterSpec], catalog: Mapping[str, InstanceType], crd_dir: Path | None,
+                    processes: int, site_csv: Path | None, stopwatch: Stopwatch) -> tuple[list[Rendered], list[str]]:
+    """`specs` rendered as in _render_here, one task per cluster in a pool of `processes` spawned
+    workers. What a worker that ended abruptly (killed, out of memory) did not hand back is rendered
+    here, so the run still gives every cluster, the same bytes. Returns the clusters and what the
+    user should be told. On any failure or stop signal the workers are ended at once, not waited for."""
+    pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_start_worker, initargs=(site_csv,))
     done: list[Rendered] = []
     lost: list[ClusterSpec] = []
-    futures = [pool.submit(_render_in_worker, spec, crd_dir) for spec in specs] if specs else []
-    with stopwatch.timer("wait for workers"):
-        for spec, future in zip(specs, futures, strict=True):
-            try:
-                done.append(future.result())
-            except BrokenProcessPool:
-                lost.append(spec)
+    specs = heaviest_first(specs)
+    try:
+        futures = [pool.submit(_render_in_worker, spec, crd_dir) for spec in specs]
+        with stopwatch.timer("wait for workers"):
+            for spec, future in zip(specs, futures, strict=True):
+                try:
+                    done.append(future.result())
+                except BrokenProcessPool:
+                    lost.append(spec)
+                except SchemaUnavailable as err:
+                    raise InputError([f"cannot validate the rendered objects: {err}"]) from None
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown()
     for rendered in done:
         for step, secs in rendered.timings.items():
             stopwatch.timings[f"worker {step}"] = stopwatch.timings.get(f"worker {step}", 0.0) + secs
-    return done, lost
+    if not lost:
+        return done, []
+    return done + _render_here(lost, catalog, crd_dir, stopwatch), [
+        f"a worker process ended abruptly (killed? out of memory?); {len(lost)} cluster(s) were rendered by "
+        "the main process"]
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:

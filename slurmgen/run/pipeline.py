@@ -167,7 +167,7 @@ class Result:
 #: One process renders alone at ~280 MB. With a pool this process only waits (~60 MB, no jsii kernel)
 #: while each worker holds Python, jsii's relay and its kernel (~220 MB): two workers peak at ~510 MB.
 #: 400 (the benchmark's target) means one process by default: on the 2-CPU benchmark machine a pool of
-#: two rendered 40 clusters no faster than one process (9.73 against 9.92 s, docs/benchmark.md).
+#: two was not reliably faster at 40 clusters (1.06-1.63x the bare app against 1.50-1.60x, docs/benchmark.md).
 MEMORY_BUDGET_MB = 400
 ALONE_MB = 270
 MAIN_MB = 60

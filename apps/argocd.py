@@ -112,8 +112,10 @@ class AppsChart(Chart):
             options.append("ServerSideApply=true")
         if sync.ignore_differences:
             options.append("RespectIgnoreDifferences=true")
+        # No `directory: {recurse: false}` (the default): Argo CD's controller rewrites its Applications
+        # through Go types whose omitempty drops it, and the root would then see every child OutOfSync.
         source = {"repoURL": self.spec.gitops.repo_url, "targetRevision": self.spec.gitops.target_revision,
-                  "path": unit_path(self.spec, unit.unit), "directory": {"recurse": False}}
+                  "path": unit_path(self.spec, unit.unit)}
         self._application(unit.unit, sync.wave, source, sync.namespace, options, sync.ignore_differences)
 
     def _helm_application(self, release: HelmRelease) -> None:
@@ -152,7 +154,7 @@ class RootChart(Chart):
         body = {
             "project": spec.gitops.root_project,
             "source": {"repoURL": spec.gitops.repo_url, "targetRevision": spec.gitops.target_revision,
-                       "path": unit_path(spec, "apps"), "directory": {"recurse": False}},
+                       "path": unit_path(spec, "apps")},
             # Applications and the AppProject live next to Argo CD, whatever cluster Slurm runs on.
             "destination": {"server": spec.gitops.root_destination_server, "namespace": spec.gitops.argocd_namespace},
             "syncPolicy": _sync_policy([]),

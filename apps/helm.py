@@ -7,13 +7,13 @@ Every value key set here exists in the chart's default values.yaml at the pinned
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from slurmgen.plan import identity
 from slurmgen.catalog.registries import eks_addon_registry
 from charts.secrets import GRAFANA_ADMIN, GRAFANA_PASSWORD_KEY, GRAFANA_USER_KEY, grafana_admin_objects
 from slurmgen.kube.vocabulary import NODEPOOL_LABEL
-from slurmgen.plan.nodesets import BRIDGE_TAINT, GPU_PRESENT_LABEL
+from slurmgen.plan.nodesets import BRIDGE_TAINT, GPU_PRESENT_LABEL, NodeSetPlan
 from slurmgen.spec import ClusterSpec
 from slurmgen.kube import naming, waves
 
@@ -369,3 +369,13 @@ def releases(spec: ClusterSpec, *, nvidia: bool = False, efa: bool = False,
     if spec.bridge is not None:
         out.append(slurm_bridge(spec))
     return out
+
+
+def planned_releases(spec: ClusterSpec, plans: Mapping[str, NodeSetPlan]) -> list[HelmRelease]:
+    """releases() for the nodesets as planned: the device plugins their instance types need, landing on their pools."""
+    known = {t["key"] for t in COMPUTE_TOLERATIONS} | {BRIDGE_TAINT.key}  # tolerated by value (_bridged)
+    other_taints = tuple(sorted({t.key for p in plans.values() for t in p.taints} - known))
+    return releases(spec, nvidia=any(p.instance.is_nvidia for p in plans.values()),
+                    efa=any(p.shape.efa for p in plans.values()), other_taints=other_taints,
+                    neuron_pools=[p.nodepool for p in plans.values() if p.instance.is_neuron],
+                    efa_pools=[p.nodepool for p in plans.values() if p.shape.efa])

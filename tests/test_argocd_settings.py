@@ -46,12 +46,14 @@ def test_the_operator_form_names_the_application_and_every_slinky_kind():
         ("argoproj.io", "Application"), ("slinky.slurm.net", "Accounting"), ("slinky.slurm.net", "Controller"),
         ("slinky.slurm.net", "RestApi"), ("slinky.slurm.net", "LoginSet"), ("slinky.slurm.net", "NodeSet")]
     assert "hs.status = obj.status.health.status" in checks[0]["check"]
+    assert 'c.type == "ComparisonError"' in checks[0]["check"]
 
 
-def in_place(tmp_path: Path) -> Path:
-    """A Helm-installed argocd-cm holding today's checks, the Application one as an earlier slurmgen wrote it."""
+def in_place(tmp_path: Path, old_application_check: bool) -> Path:
+    """A Helm-installed argocd-cm holding today's checks, the Application one as today's slurmgen
+    writes it, or as an earlier one did (Argo CD's snippet, which reads status.health alone)."""
     live = body(OLD_APPLICATION_CHECK.read_text())
-    live["data"].update({c.key: c.lua for c in CHECKS if c.kind != "Application"})
+    live["data"].update({c.key: c.lua for c in CHECKS if c.kind != "Application" or not old_application_check})
     path = tmp_path / "argocd-cm-in-place.yaml"
     path.write_text(yaml.safe_dump(live))
     return path
@@ -59,13 +61,14 @@ def in_place(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("fixture,code,expect", [
     (None, 0, "has slurmgen's health checks"),
+    ("old", 1, f"argocd-cm {KEY} differs from slurmgen's check"),
     ("argocd-cm-application-only.yaml", 1, f"has no {NODESET_KEY}: the slurm unit's later waves"),
     ("argocd-cm-reverted.yaml", 1, f"has no {KEY}"),
     ("argocd-cm-other-check.yaml", 1, "differs from slurmgen's check"),
 ])
 def test_verify_argocd_reads_kubectl_output(capsys, tmp_path, fixture, code, expect):
     # WHEN the live ConfigMap (kubectl get cm argocd-cm -o yaml) is checked
-    path = DATA / fixture if fixture else in_place(tmp_path)
+    path = DATA / fixture if fixture not in (None, "old") else in_place(tmp_path, fixture == "old")
     assert main(["--verify-argocd", str(path)]) == code
     out = capsys.readouterr().out
     # THEN the line says what is wrong and what to run
@@ -77,8 +80,9 @@ def test_verify_argocd_reads_kubectl_output(capsys, tmp_path, fixture, code, exp
 def test_verify_names_every_missing_check_on_its_own_line():
     # GIVEN the argocd-cm an earlier slurmgen left: the Application check only
     problems = argocd_settings.verify((DATA / "argocd-cm-application-only.yaml").read_text())
-    # THEN one line per Slinky kind, none for the Application check
-    assert [p.split(":")[0] for p in problems] == [f"argocd-cm has no {c.key}" for c in CHECKS[1:]]
+    # THEN one line for its outdated Application check, then one per missing Slinky kind
+    assert [p.split(":")[0].split(";")[0] for p in problems] == [f"argocd-cm {KEY} differs from slurmgen's check",
+                                                    *(f"argocd-cm has no {c.key}" for c in CHECKS[1:])]
 
 
 def test_verify_argocd_refuses_what_is_not_argocd_cm(tmp_path, capsys):

@@ -1,4 +1,6 @@
-"""slurm-bridge: Kubernetes pods of chosen namespaces scheduled by Slurm onto chosen nodesets (docs/bridge.md).
+"""slurm-bridge: Kubernetes pods of chosen namespaces scheduled by Slurm onto chosen nodesets (docs/bridge.md):
+the spec, the labeler's logic, the whole rendered trees and the review. The bridge's objects and release,
+each built alone, are in tests/charts/ (test_bridge.py, test_helm.py, test_argocd.py).
 
 The training example bridges namespace `inference` into partition `inference` (its L40S nodes); the
 other examples bridge nothing. Bad specs are data in tests/cases/bad/bridge_*.yaml.
@@ -12,7 +14,6 @@ from typing import Any
 
 import yaml
 
-from apps.argocd import RETRY
 from charts import bridge_labeler
 from charts.policy import declared, flat_file
 from slurmgen.review.bridge_words import bridge_view
@@ -44,12 +45,17 @@ def training_without_bridge() -> dict[str, Any]:
 
 # --- the spec ------------------------------------------------------------------------------------
 
-def test_training_bridges_inference_onto_its_l40s_nodes(rendered):
-    # GIVEN the training example WHEN loaded THEN the bridge is resolved, nodesets from its partition
-    assert rendered["training"].spec.bridge == Bridge(
+def test_a_bridge_resolves_the_nodesets_of_its_partition():
+    # GIVEN two nodesets and a bridge into the partition of one / WHEN the spec is loaded
+    spec = parse_text("t.yaml", spec_text(
+        nodesets=[{"name": "l40s", "instanceType": "g6e.48xlarge"}, {"name": "l4", "instanceType": "g6.8xlarge"}],
+        partitions=[{"name": "inference", "nodesets": ["l40s"]}, {"name": "l4", "nodesets": ["l4"]}],
+        bridge={"namespaces": ["inference"], "partition": "inference"}))
+    # THEN the bridge is resolved, its nodesets from its partition, with the pinned labeler image
+    assert spec.bridge == Bridge(
         namespaces=("inference",), partition="inference", nodesets=("l40s",), account=None, qos=None,
         labeler_image="public.ecr.aws/docker/library/python:3.13.7-alpine3.22")
-    assert rendered["training"].spec.bridged("l40s") and not rendered["training"].spec.bridged("l4")
+    assert spec.bridged("l40s") and not spec.bridged("l4")
 
 
 def test_nothing_is_bridged_unless_asked(rendered):
@@ -91,76 +97,6 @@ def test_the_bridge_account_is_the_default_account_of_its_user():
     assert declared(spec)["declared-associations"].splitlines() == ["slurm|serving"]
 
 
-# --- the Helm Application ------------------------------------------------------------------------
-
-def test_slurm_bridge_application_is_pinned_and_synced_like_the_other_charts(rendered):
-    files = rendered["training"].files
-    app = files[APP]
-    operator = files["apps/application-training-slurm-operator.yaml"]
-    # THEN the OCI chart at 1.2.1, released into the Slurm namespace, last (wave 10, after the Slurm unit)
-    assert app["spec"]["source"]["repoURL"] == "ghcr.io/slinkyproject/charts"  # scheme-less: OCI to Argo CD
-    assert app["spec"]["source"]["chart"] == "slurm-bridge"
-    assert app["spec"]["source"]["targetRevision"] == "1.2.1"
-    assert app["spec"]["source"]["helm"]["releaseName"] == "slurm-bridge"
-    assert app["spec"]["destination"]["namespace"] == "slurm"
-    assert app["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "10"
-    assert app["metadata"]["finalizers"] == operator["metadata"]["finalizers"]
-    assert app["spec"]["project"] == operator["spec"]["project"] == "training"
-    # AND the same automated sync, unbounded retry and health as every Helm Application
-    assert app["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
-    assert app["spec"]["syncPolicy"]["retry"] == RETRY == operator["spec"]["syncPolicy"]["retry"]
-    assert app["spec"]["syncPolicy"]["syncOptions"] == ["CreateNamespace=true"]
-    # AND the AppProject admits its webhooks, cluster RBAC and the kube-system RoleBinding
-    project = files["apps/appproject-training.yaml"]["spec"]
-    assert "ghcr.io/slinkyproject/charts" in project["sourceRepos"]
-    kinds = {(k["group"], k["kind"]) for k in project["clusterResourceWhitelist"]}
-    assert {("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
-            ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
-            ("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "ClusterRoleBinding")} <= kinds
-    assert {"namespace": "kube-system", "server": "https://kubernetes.default.svc"} in project["destinations"]
-
-
-def test_slurm_bridge_values_field_by_field(rendered):
-    values = rendered["training"].files[APP]["spec"]["source"]["helm"]["valuesObject"]
-    # THEN each component pinned by version on the core placement
-    for component in ("scheduler", "admission", "controllers"):
-        assert values[component]["image"] == {"repository": f"ghcr.io/slinkyproject/slurm-bridge-{component}",
-                                              "tag": "1.2.1"}, component
-        assert values[component]["nodeSelector"] == CORE["nodeSelector"], component
-        assert values[component]["tolerations"] == CORE["tolerations"], component
-    # AND the bridged namespaces, partition, REST API and JWT Secret
-    assert values["admission"]["managedNamespaces"] == ["inference"]
-    assert values["admission"]["certManager"] == {"enabled": True}
-    assert values["schedulerConfig"] == {"partition": "inference"}
-    assert values["sharedConfig"] == {"slurmRestApi": "http://slurm-restapi.slurm:6820",
-                                      "slurmJwtSecret": "slurm-bridge-token"}
-    assert set(values) == {"scheduler", "admission", "controllers", "schedulerConfig", "sharedConfig"}
-
-
-# --- the objects in the Slurm unit ---------------------------------------------------------------
-
-def test_labeler_is_wired_to_the_bridged_nodesets(rendered):
-    files = rendered["training"].files
-    dep = files["slurm/deployment-slurm-bridge-labeler.yaml"]
-    pod = dep["spec"]["template"]["spec"]
-    assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"] == {"type": "Recreate"}
-    assert pod["nodeSelector"] == CORE["nodeSelector"] and pod["tolerations"] == CORE["tolerations"]
-    assert pod["serviceAccountName"] == "slurm-bridge-labeler"
-    assert pod["containers"][0]["image"] == "public.ecr.aws/docker/library/python:3.13.7-alpine3.22"
-    cm = files["slurm/configmap-slurm-bridge-labeler.yaml"]["data"]
-    assert cm["labeler.py"] == (REPO / "charts" / "bridge_labeler.py").read_text()
-    assert json.loads(cm["config.json"]) == {
-        "namespace": "slurm", "podSelector": "slurmgen.dev/nodeset in (l40s)",
-        "nodeLabel": "slinky.slurm.net/slurm-nodename", "poolLabel": "karpenter.sh/nodepool",
-        "pools": ["training-l40s"], "interval": 15}
-    # AND it may read and patch Nodes, and list pods in the Slurm namespace, nothing else
-    assert files["slurm/clusterrole-training-bridge-labeler.yaml"]["rules"] == [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]}]
-    role = files["slurm/role-slurm-bridge-labeler.yaml"]
-    assert role["metadata"]["namespace"] == "slurm"
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
-
-
 def test_labeler_sets_the_slurm_name_and_removes_a_stale_one():
     # GIVEN two bridged nodes: one holds slurmd pod l40s-0, the other's pod is being deleted
     nodes = [{"metadata": {"name": "ip-10-0-1-1.ec2.internal", "labels": {}}},
@@ -175,27 +111,6 @@ def test_labeler_sets_the_slurm_name_and_removes_a_stale_one():
     changes = bridge_labeler.desired(nodes, pods, "slinky.slurm.net/slurm-nodename")
     # THEN the new node gets its Slurm name, the stale one loses it, the right one is left alone
     assert changes == {"ip-10-0-1-1.ec2.internal": "l40s-0", "ip-10-0-1-2.ec2.internal": None}
-
-
-def test_slurm_conf_lends_a_node_to_one_kind_of_work_and_has_the_partition(rendered):
-    extra = rendered["training"].files["slurm/controller-slurm.yaml"]["spec"]["extraConf"].splitlines()
-    assert "MCSPlugin=mcs/label" in extra and "MCSParameters=ondemand,ondemandselect" in extra
-    assert "PartitionName=inference Nodes=l40s State=UP MaxTime=1-00:00:00 PriorityTier=1 DefMemPerGPU=178818" in extra
-    before = training_without_bridge()["slurm/controller-slurm.yaml"]["spec"]["extraConf"]
-    assert "MCSPlugin" not in before
-
-
-def test_node_agents_tolerate_the_bridge_taint(rendered):
-    files = rendered["training"].files
-
-    def values(unit: str) -> dict[str, Any]:
-        return files[f"apps/application-training-{unit}.yaml"]["spec"]["source"]["helm"]["valuesObject"]
-
-    assert TOLERATION in values("nvidia-device-plugin")["tolerations"]
-    assert TOLERATION in values("aws-efa-k8s-device-plugin")["tolerations"]
-    assert TOLERATION in values("neuron-device-plugin")["devicePlugin"]["tolerations"]
-    assert values("kube-prometheus-stack")["prometheus-node-exporter"]["tolerations"] == [
-        {"effect": "NoSchedule", "operator": "Exists"}, TOLERATION]
 
 
 # --- the review ----------------------------------------------------------------------------------

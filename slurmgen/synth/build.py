@@ -20,7 +20,7 @@ from charts.secrets import SecretsChart
 from charts.storage import StorageChart
 from charts.unit import UnitChart
 from charts.slurm_cluster import SlurmClusterChart
-from ..plan.nodesets import BRIDGE_TAINT, plan_cluster
+from ..plan.nodesets import plan_cluster
 from .rendered import RenderedCluster
 from ..spec import ClusterSpec
 
@@ -60,13 +60,7 @@ def render_cluster(app: App, spec: ClusterSpec, catalog: Mapping[str, InstanceTy
     units.append(SlurmClusterChart(app, spec, plans))
     if spec.kube_prometheus_stack.enabled:
         units.append(MonitoringChart(app, spec))
-    known = {t["key"] for t in helm.COMPUTE_TOLERATIONS} | {BRIDGE_TAINT.key}  # tolerated by value (helm._bridged)
-    other_taints = tuple(sorted({t.key for p in plans.values() for t in p.taints} - known))
-    releases = helm.releases(spec, nvidia=any(p.instance.is_nvidia for p in plans.values()),
-                             efa=any(p.shape.efa for p in plans.values()), other_taints=other_taints,
-                             neuron_pools=[p.nodepool for p in plans.values() if p.instance.is_neuron],
-                             efa_pools=[p.nodepool for p in plans.values() if p.shape.efa])
-    charts: list[Chart] = [*units, AppsChart(app, spec, units, releases), RootChart(app, spec)]
+    charts: list[Chart] = [*units, AppsChart(app, spec, units, helm.planned_releases(spec, plans)), RootChart(app, spec)]
     if spec.gitops.argocd_install == "plain":  # helm and operator own argocd-cm: see argocd_settings.py
         charts.append(ArgoCDSettingsChart(app, spec))
     return RenderedCluster(spec=spec, plans=plans, files=_files(charts))

@@ -33,8 +33,14 @@ def _outdir() -> str:
     return folder
 
 
-def _app() -> App:
+def new_app() -> App:
+    """An empty cdk8s app for test charts (`Testing.app()` with the shared outdir)."""
     return Testing.app(outdir=_outdir())
+
+
+def synth(chart: Chart) -> dict[str, Obj]:
+    """The objects of `chart` alone: {"<Kind>/<name>": object}."""
+    return {f"{o['kind']}/{o['metadata']['name']}": o for o in Testing.synth(chart)}
 
 
 def model(**changes: Any) -> ClusterSpec:
@@ -44,13 +50,12 @@ def model(**changes: Any) -> ClusterSpec:
 
 def build(chart_class: type[UnitChart], spec: ClusterSpec) -> dict[str, Obj]:
     """`chart_class` built alone from `spec` and its plan: {"<Kind>/<name>": object}."""
-    app = _app()
+    app = new_app()
     if "plans" in inspect.signature(chart_class.__init__).parameters:  # compute, the Slurm cluster
         chart = chart_class(app, spec, plan_cluster(spec))  # type: ignore[call-arg]
     else:
         chart = chart_class(app, spec)  # type: ignore[call-arg]
-    objects = Testing.synth(chart)
-    return {f"{o['kind']}/{o['metadata']['name']}": o for o in objects}
+    return synth(chart)
 
 
 def unit(chart_class: type[UnitChart], **changes: Any) -> dict[str, Obj]:
@@ -61,6 +66,6 @@ def unit(chart_class: type[UnitChart], **changes: Any) -> dict[str, Obj]:
 def part(emitter: Callable[..., None], spec: ClusterSpec, *args: Any) -> dict[str, Obj]:
     """What one emitter (charts/policy.emit_policy, topology.emit_labeler, ...) adds to an empty chart
     (what `cdk8s.Testing.chart()` makes), called as emitter(chart, spec, *args): {"<Kind>/<name>": object}."""
-    chart = Chart(_app(), "test")
+    chart = Chart(new_app(), "test")
     emitter(chart, spec, *args)
-    return {f"{o['kind']}/{o['metadata']['name']}": o for o in Testing.synth(chart)}
+    return synth(chart)

@@ -95,3 +95,26 @@ def test_bridged_nodepool_and_nodeset():
     assert unbridged["spec"]["slurmd"]["resources"]["requests"]["nvidia.com/gpu"] == "8"
     # AND the unbridged nodeset is unchanged
     assert slurm["NodeSet/slurm-worker-l4"] == slurm_before["NodeSet/slurm-worker-l4"]
+
+
+def test_the_labeler_runs_on_the_core_placement_from_a_pinned_image():
+    # GIVEN the control plane on a tainted core node group, and a bridge
+    core = {"nodeSelector": {"eks.amazonaws.com/nodegroup": "core"},
+            "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}]}
+    spec = model(placement=core, bridge={"namespaces": ["inference"], "partition": "gpu"})
+    pod = part(emit_bridge, spec, plan_cluster(spec), 3, 1)["Deployment/slurm-bridge-labeler"]["spec"]["template"]["spec"]
+    # THEN the labeler pod lands there, from the pinned Python image
+    assert pod["nodeSelector"] == core["nodeSelector"] and pod["tolerations"] == core["tolerations"]
+    assert pod["containers"][0]["image"] == "public.ecr.aws/docker/library/python:3.13.7-alpine3.22"
+
+
+def test_slurm_conf_lends_a_node_to_one_kind_of_work_and_has_the_partition():
+    # GIVEN the two nodesets with the L40S one bridged, and without the bridge
+    bridged = build(SlurmClusterChart, model(bridge={"namespaces": ["inference"], "partition": "l40s"}, **TWO))
+    before = build(SlurmClusterChart, model(**TWO))
+    # THEN slurm.conf labels jobs so a node runs pods or jobs, never both (MCS), and keeps the partition
+    extra = bridged["Controller/slurm"]["spec"]["extraConf"].splitlines()
+    assert "MCSPlugin=mcs/label" in extra and "MCSParameters=ondemand,ondemandselect" in extra
+    assert bridged["NodeSet/slurm-worker-l40s"]["spec"]["partition"]["enabled"] is True
+    # AND without the bridge there is no MCS plugin
+    assert "MCSPlugin" not in before["Controller/slurm"]["spec"]["extraConf"]

@@ -102,3 +102,29 @@ def test_neuron_pool_is_tainted_and_tolerated():
         {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}]
     assert nodeset["slurmd"]["resources"]["limits"]["aws.amazon.com/neuron"] == "16"
     assert "Gres=gpu:16" in nodeset["extraConf"].split()  # gpu/nrt detects and fences them (tests/test_neuron_gres.py)
+
+
+def test_compute_is_pinned_to_the_fsx_zone_and_waits_for_the_fsx_agent():
+    # GIVEN a static FSx in us-west-2a
+    from tests.charts.test_storage import STATIC
+    template = unit(ComputeChart, storage=STATIC)["NodePool/t-gpu"]["spec"]["template"]["spec"]
+    # THEN the pool's nodes start in that zone, tainted until the FSx CSI agent is ready on them
+    zones = [r["values"] for r in template["requirements"] if r["key"] == "topology.kubernetes.io/zone"]
+    assert zones == [["us-west-2a"]]
+    assert template["startupTaints"] == [{"key": "fsx.csi.aws.com/agent-not-ready", "effect": "NoExecute"}]
+
+
+def test_without_fsx_a_pool_is_neither_pinned_nor_waits_for_its_agent():
+    # GIVEN the minimal spec (no shared file system)
+    template = unit(ComputeChart)["NodePool/t-gpu"]["spec"]["template"]["spec"]
+    # THEN no zone requirement and no FSx startup taint
+    assert not [r for r in template["requirements"] if r["key"] == "topology.kubernetes.io/zone"]
+    assert "fsx.csi.aws.com/agent-not-ready" not in str(template.get("startupTaints"))
+
+
+def test_an_autoscaled_pool_stops_at_the_autoscale_max_and_only_drops_empty_nodes():
+    # GIVEN a nodeset that scales with its queue up to 8 nodes
+    pool = unit(ComputeChart, nodeset={"autoscale": {"min": 0, "max": 8}},
+                autoscaling={"prometheusAddress": "http://prom:9090"})["NodePool/t-gpu"]["spec"]
+    # THEN Karpenter never holds more than 8 and removes only empty nodes
+    assert pool["limits"]["nodes"] == "8" and pool["disruption"]["consolidationPolicy"] == "WhenEmpty"

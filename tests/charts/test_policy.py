@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from charts.policy import emit_accounts_config, emit_policy, flat_file
+from slurmgen.spec import load_spec
 from tests.charts import model, part
+from tests.conftest import SPECS, assert_golden
 
 POLICY = {"qos": [{"name": "normal", "priority": 100, "preempt": ["scavenger"]},
                   {"name": "scavenger", "priority": 0, "preemptMode": "requeue"}],
@@ -38,3 +40,28 @@ def test_the_loaded_file_is_the_spec_policy_as_a_flat_file():
     assert loaded == flat_file(spec)
     assert "QOS - 'scavenger'" in loaded and "User - 'carol'" in loaded
     assert config_map["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "0"
+
+
+EXAMPLE = SPECS / "example.yaml"
+GOLDEN = SPECS.parent / "golden"
+
+
+def test_the_example_policy_is_the_reviewed_flat_file():
+    # GIVEN the example's policy (tests/specs/example.yaml), loaded / WHEN written as sacctmgr's flat file
+    text = flat_file(load_spec(EXAMPLE))
+    # THEN it is the reviewed file (SLURMGEN_UPDATE_GOLDEN=1 rewrites it: review the diff)
+    assert_golden(text, GOLDEN / "example-accounts.cfg")
+
+
+def test_the_flat_file_orders_qos_before_the_cluster_and_parents_before_children():
+    # GIVEN the example's policy, with sub-accounts / WHEN written as a flat file
+    lines = flat_file(load_spec(EXAMPLE)).splitlines()[1:]
+    # THEN every QoS line comes before the Cluster line, and each Parent is an account already defined
+    cluster = next(i for i, line in enumerate(lines) if line.startswith("Cluster - "))
+    assert all(line.startswith("QOS - ") for line in lines[:cluster])
+    defined = {"root"}
+    for line in lines[cluster + 1:]:
+        if line.startswith("Parent - "):
+            assert line.split("'")[1] in defined, line
+        if line.startswith("Account - "):
+            defined.add(line.split("'")[1])

@@ -98,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="render every cluster, neither reading nor writing the render cache (CI)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes that render (default: from the CPUs, the number of clusters to render and "
-                        "the memory budget $SLURMGEN_MEMORY_MB, 400)")
+                        "the memory budget $SLURMGEN_MEMORY_MB, 400 MB: one process)")
     p.add_argument("--argocd-settings", choices=("plain", "helm", "operator"), metavar="INSTALL",
                    help="print the Argo CD health checks the sync waves need, for a kubectl-installed (plain), "
                         "Helm-installed (helm) or operator-managed (operator) Argo CD; render nothing")
@@ -305,22 +305,18 @@ def _cache_placement(args: argparse.Namespace, out: Path) -> None:
 
 def _render(args: argparse.Namespace, spec_paths: Sequence[Path]) -> Result:
     """Load, plan, render and verify every spec (the cache and the worker processes decide how)."""
-    # Worker processes start first (launch imports little), the rest is imported while they start;
-    # all of it only here, so `--help` and argument errors stay instant.
+    # Imported only here, so `--help` and argument errors stay instant.
     from ._runtime import node_problem
-    from .run.launch import launch
 
     if (missing_node := node_problem()) is not None:
         raise UserError(missing_node)
-    use_cache = not args.no_cache and args.crd_dir is None  # as pipeline.run decides it
-    # SIGTERM, SIGHUP and Ctrl-C while rendering unwind as SystemExit too: the run's `with` blocks
-    # then stop the worker processes (the default action would leave them, and their kernels, behind).
+    # SIGTERM, SIGHUP and Ctrl-C while rendering unwind as SystemExit too: the run then ends its
+    # worker processes (the default action would leave them, and their kernels, behind).
     with _signals_unwind():
-        started = launch(spec_paths, use_cache=use_cache,
-                         processes=max(1, args.workers) if args.workers is not None else None)
         from .run.pipeline import run
 
-        return run(spec_paths, crd_dir=args.crd_dir, use_cache=use_cache, launched=started,
+        return run(spec_paths, crd_dir=args.crd_dir, use_cache=not args.no_cache,
+                   processes=max(1, args.workers) if args.workers is not None else None,
                    fleet=fleet_files(spec_paths))
 
 

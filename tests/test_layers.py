@@ -27,9 +27,8 @@ LAYERS: dict[str, float] = {
     "slurmgen.verify": 6,
     "slurmgen.write": 7,
     "slurmgen.review": 8,
-    # a run: a worker renders with `render`; `parallel` starts workers; `launch` starts them early; `pipeline` runs
-    "slurmgen.run": 9, "slurmgen.run.render": 9.1, "slurmgen.run.parallel": 9.2, "slurmgen.run.launch": 9.3,
-    "slurmgen.run.pipeline": 9.4,
+    # a run: this process or a worker renders a cluster with `render`; `pipeline` runs the whole
+    "slurmgen.run": 9, "slurmgen.run.render": 9.1, "slurmgen.run.pipeline": 9.4,
     "slurmgen.cli": 10,
     "slurmgen.maintain": 11,  # maintenance commands (the network refresh of the CRD schemas): no render imports them
 }

@@ -2,23 +2,34 @@
 
 Nothing touches the output folder until every cluster has rendered and verified, so an invalid
 spec or a failed check leaves `dist/` exactly as it was.
+
+By default the clusters render here, one after the other (`_render_here`, `render.render_cluster`).
+Clusters are independent (one cdk8s App each, checks per cluster), so when asked (`--workers N`) they
+render in the standard library's process pool instead (`_render_in_pool`), one task per cluster.
+Workers are spawned, never forked: jsii's Node child and its socket must not be shared with a copy of
+this process. Results are merged by cluster name, so the bytes do not depend on who rendered what
+(tests/test_parallel.py).
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib
-from concurrent.futures import ThreadPoolExecutor
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from . import cache as render_cache, parallel
+from . import cache as render_cache
 from ..verify import collisions, fsx_size, guards
 from ..errors import UserError
-from ..catalog.catalog import CatalogError, InstanceType, load_catalog
-from .launch import Launch, launch, site_csvs
+from ..catalog.catalog import CatalogError, InstanceType, load_catalog, site_catalog_path
 from ..write.output import NOT_A_FILE, read_tree, render_texts
 from ..plan.nodesets import plan_cluster
 from ..synth.rendered import Rendered, RenderedCluster
@@ -152,6 +163,46 @@ class Result:
         return lines
 
 
+#: Peak memory (summed RSS of the process tree) allowed by default; SLURMGEN_MEMORY_MB changes it.
+#: One process renders alone at ~280 MB. With a pool this process only waits (~60 MB, no jsii kernel)
+#: while each worker holds Python, jsii's relay and its kernel (~220 MB): two workers peak at ~510 MB.
+#: 400 (the benchmark's target) means one process by default: on the 2-CPU benchmark machine a pool of
+#: two was not reliably faster at 40 clusters (1.06-1.63x the bare app against 1.50-1.60x, docs/benchmark.md).
+MEMORY_BUDGET_MB = 400
+ALONE_MB = 270
+MAIN_MB = 60
+WORKER_MB = 220
+#: A worker (interpreter, imports, jsii kernel: ~0.5 s of CPU) pays once each has about this many
+#: clusters of 10 nodesets to render.
+MIN_CLUSTERS_PER_PROCESS = 4
+
+
+def choose_processes(clusters: int, cpus: int | None = None, budget_mb: int | None = None) -> int:
+    """How many processes render `clusters` clusters (1: this one, no pool): bounded by the CPUs,
+    the memory budget, and enough work per process to pay for its start. SLURMGEN_WORKERS forces a count."""
+    env = os.environ.get("SLURMGEN_WORKERS", "")
+    if env.isdigit() and int(env) > 0:
+        return max(1, min(int(env), clusters))
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if budget_mb is None:
+        raw = os.environ.get("SLURMGEN_MEMORY_MB", "")
+        budget_mb = int(raw) if raw.isdigit() else MEMORY_BUDGET_MB
+    by_memory = max(0, budget_mb - MAIN_MB) // WORKER_MB if budget_mb > ALONE_MB else 1
+    return max(1, min(cpus, by_memory, clusters // MIN_CLUSTERS_PER_PROCESS))
+
+
+def heaviest_first(specs: Sequence[ClusterSpec]) -> list[ClusterSpec]:
+    """The order clusters are handed out in: heaviest first (objects grow with nodesets), so the
+    quick ones come last and the workers finish close together; then by name."""
+    return sorted(specs, key=lambda s: (-len(s.nodesets), s.name))
+
+
+def site_csvs(spec_paths: Sequence[Path]) -> list[Path]:
+    """Every site `instance-types.csv` beside the specs, sorted (site_catalog refuses two)."""
+    return sorted({p for p in (site_catalog_path(path.parent) for path in spec_paths) if p is not None})
+
+
 def site_catalog(spec_paths: Sequence[Path]) -> Mapping[str, InstanceType]:
     """The packaged catalog plus the `instance-types.csv` beside the specs, if there is one.
 
@@ -170,15 +221,14 @@ def site_catalog(spec_paths: Sequence[Path]) -> Mapping[str, InstanceType]:
 
 def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         catalog: Mapping[str, InstanceType] | None = None, use_cache: bool = False,
-        processes: int | None = None, launched: Launch | None = None, fleet: Sequence[Path] = ()) -> Result:
+        processes: int | None = None, fleet: Sequence[Path] = ()) -> Result:
     """Load, render and verify; raise InputError with every problem found.
 
     `catalog` defaults to the packaged one plus the specs' folder's instance-types.csv (site_catalog).
     With `use_cache`, a cluster whose inputs are unchanged is taken from the render cache (cache.py)
     instead of rendered; it is off with `crd_dir` or a caller's own `catalog` (not in the key).
-    The clusters left to render are shared among `processes` processes (default: parallel.choose_processes).
-    `launched` is that first step (launch.launch) when the caller took it already, with the same
-    `use_cache` as here (the command line does, to start the workers before importing this module).
+    The clusters left to render are rendered by `processes` processes (default: choose_processes);
+    a caller's own catalog cannot reach a worker, so it renders here.
     `fleet` are the repository's other spec files (cli.fleet_files): loaded, never rendered, so that
     what must be unique across the fleet (collisions.TABLE) is compared with them too.
     """
@@ -186,28 +236,28 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
         raise InputError(["no spec files: add clusters/<name>.yaml or pass --spec FILE"])
     own_catalog = catalog is None
     use_cache = use_cache and own_catalog and crd_dir is None
-    started = launched or launch(spec_paths, use_cache=use_cache, own_catalog=own_catalog, processes=processes)
-    stopwatch = Stopwatch(dict(started.timings))
-    with started.workers as workers, ThreadPoolExecutor(max_workers=1, thread_name_prefix="slurmgen") as early:
-        if started.likely and not workers.pools:
-            # One process with clusters to render: start cdk8s (its Node kernel) while the specs load.
-            # Not with workers: the import would hold the GIL while the specs load, and the warmed-up
-            # workers would wait for their shares (measured: ~0.15 s).
-            early.submit(importlib.import_module, "slurmgen.run.render")
-        entries = _cache_entries(started.keys, stopwatch) if use_cache else {}
-        with stopwatch.timer("load"):
-            catalog = catalog if catalog is not None else site_catalog(spec_paths)
-            specs, spec_data = _load(spec_paths, catalog, entries, use_cache)
-        with stopwatch.timer("fleet"):
-            fleet_notes = _fleet_problems(specs, fleet, catalog)
-        cached = {s.name: entries[s.source] for s in specs if s.source in entries}
-        misses = [s for s in specs if s.name not in cached]
-        rendered, notes = _render(misses, workers, catalog, started.site_csv, crd_dir, stopwatch)
+    stopwatch = Stopwatch()
+    csvs = site_csvs(spec_paths) if own_catalog else []
+    keys, entries = _cache_entries(spec_paths, csvs[0] if csvs else None, stopwatch) if use_cache else ({}, {})
+    with stopwatch.timer("load"):
+        catalog = catalog if catalog is not None else site_catalog(spec_paths)
+        specs, spec_data = _load(spec_paths, catalog, entries, use_cache)
+    with stopwatch.timer("fleet"):
+        fleet_notes = _fleet_problems(specs, fleet, catalog)
+    cached = {s.name: entries[s.source] for s in specs if s.source in entries}
+    misses = [s for s in specs if s.name not in cached]
+    wanted = processes if processes is not None else choose_processes(len(misses))
+    notes: list[str] = []
+    if wanted < 2 or len(misses) < 2 or not own_catalog:  # the default: one after the other, here
+        rendered = _render_here(misses, catalog, crd_dir, stopwatch)
+    else:  # asked for (--workers N): a caller's own catalog cannot reach a worker
+        rendered, notes = _render_in_pool(misses, catalog, crd_dir, min(wanted, len(misses)),
+                                          csvs[0] if csvs else None, stopwatch)
     by_name = {s.name: s for s in specs}
     problems = [line for r in sorted(rendered, key=lambda r: r.name) for line in r.problems]
     if use_cache:
         with stopwatch.timer("cache"):
-            _store(rendered, by_name, started.keys, spec_data)
+            _store(rendered, by_name, keys, spec_data)
     if problems:
         raise InputError(problems)
     outcome = {r.name: (RenderedCluster(spec=by_name[r.name], plans=r.plans, files=r.files), r.texts) for r in rendered}
@@ -220,17 +270,24 @@ def run(spec_paths: Sequence[Path], *, crd_dir: Path | None = None,
                   cached=frozenset(cached), notes=(*fleet_notes, *notes))
 
 
-def _cache_entries(keys: Mapping[str, str], stopwatch: Stopwatch) -> dict[str, render_cache.Entry]:
-    """spec source -> its render cache entry, for the specs that have one. Read before the specs: a
-    hit carries the spec data that passed every check from exactly these inputs (the key covers
-    them), so that spec is built, not checked again."""
+def _cache_entries(spec_paths: Sequence[Path], site_csv: Path | None,
+                   stopwatch: Stopwatch) -> tuple[dict[str, str], dict[str, render_cache.Entry]]:
+    """spec source -> its cache key (inputs all readable), and spec source -> its entry (hits).
+    Read before the specs: a hit carries the spec data that passed every check from exactly these
+    inputs (the key covers them), so that spec is built, not checked again."""
+    keys: dict[str, str] = {}
     entries: dict[str, render_cache.Entry] = {}
     with stopwatch.timer("cache"):
-        for source, key in keys.items():
-            entry = render_cache.load(Path(source).stem, key)
+        shared = render_cache.generator_digest()
+        options = render_cache.environment_options()
+        for path in spec_paths:
+            key = render_cache.cluster_key(path, shared, site_csv, options)
+            entry = render_cache.load(path.stem, key) if key else None
+            if key:
+                keys[str(path)] = key
             if entry is not None:
-                entries[source] = entry
-    return entries
+                entries[str(path)] = entry
+    return keys, entries
 
 
 def _load(spec_paths: Sequence[Path], catalog: Mapping[str, InstanceType], entries: Mapping[str, render_cache.Entry],
@@ -264,32 +321,98 @@ def _fleet_problems(specs: Sequence[ClusterSpec], fleet: Sequence[Path],
     return notes
 
 
-def _render(specs: Sequence[ClusterSpec], workers: parallel.Workers, catalog: Mapping[str, InstanceType],
-            site_csv: Path | None, crd_dir: Path | None, stopwatch: Stopwatch) -> tuple[list[Rendered], list[str]]:
-    """Render `specs`: this process and the workers take them one at a time (parallel.Claims). What a
-    worker that ended abruptly (killed, out of memory) took and never handed back is rendered here,
-    so the run still gives every cluster, the same bytes. Returns the clusters and what the user
-    should be told."""
-    order = parallel.heaviest_first(specs)
-    futures = workers.render(order, site_csv, crd_dir)
-    if not order:
-        return [], []
+def _render_here(specs: Sequence[ClusterSpec], catalog: Mapping[str, InstanceType], crd_dir: Path | None,
+                 stopwatch: Stopwatch) -> list[Rendered]:
+    """Render, check, validate and dump `specs` in this process, one after the other (importing
+    cdk8s starts its jsii kernel: only when there is something to render)."""
+    if not specs:
+        return []
+    with stopwatch.timer("cdk8s start"):
+        from .render import render_cluster
     try:
-        # kept to a CPU of its own with the kernel the import starts (parallel.cpu_for)
-        with parallel.kept_to(parallel.cpu_for(0, workers.processes)):
-            with stopwatch.timer("cdk8s start"):
-                render = importlib.import_module("slurmgen.run.render")
-            done = render.render_all(workers.claims.each(order), catalog, crd_dir, stopwatch)
-        with stopwatch.timer("wait for workers"):
-            from_workers, lost = parallel.collect(futures)
-        have = {r.name for r in done + from_workers}
-        done += render.render_all([s for s in order if s.name not in have], catalog, crd_dir, stopwatch)
+        return [render_cluster(spec, catalog, crd_dir, stopwatch) for spec in specs]
     except SchemaUnavailable as err:
         raise InputError([f"cannot validate the rendered objects: {err}"]) from None
-    for r in from_workers:
-        for step, secs in r.timings.items():
+
+
+def _render_in_pool(specs: Sequence[ClusterSpec], catalog: Mapping[str, InstanceType], crd_dir: Path | None,
+                    processes: int, site_csv: Path | None, stopwatch: Stopwatch) -> tuple[list[Rendered], list[str]]:
+    """`specs` rendered as in _render_here, one task per cluster in a pool of `processes` spawned
+    workers. What a worker that ended abruptly (killed, out of memory) did not hand back is rendered
+    here, so the run still gives every cluster, the same bytes. Returns the clusters and what the
+    user should be told. On any failure or stop signal the workers are ended at once, not waited for."""
+    pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_start_worker, initargs=(site_csv,))
+    done: list[Rendered] = []
+    lost: list[ClusterSpec] = []
+    specs = heaviest_first(specs)
+    try:
+        futures = [pool.submit(_render_in_worker, spec, crd_dir) for spec in specs]
+        with stopwatch.timer("wait for workers"):
+            for spec, future in zip(specs, futures, strict=True):
+                try:
+                    done.append(future.result())
+                except BrokenProcessPool:
+                    lost.append(spec)
+                except SchemaUnavailable as err:
+                    raise InputError([f"cannot validate the rendered objects: {err}"]) from None
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown()
+    for rendered in done:
+        for step, secs in rendered.timings.items():
             stopwatch.timings[f"worker {step}"] = stopwatch.timings.get(f"worker {step}", 0.0) + secs
-    return done + from_workers, [f"{lost}; its clusters were rendered by the main process"] if lost else []
+    if not lost:
+        return done, []
+    return done + _render_here(lost, catalog, crd_dir, stopwatch), [
+        f"a worker process ended abruptly (killed? out of memory?); {len(lost)} cluster(s) were rendered by "
+        "the main process"]
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End every worker now, also one still starting (ProcessPoolExecutor.terminate_workers is
+    Python 3.14's); its jsii kernel sees the end of its pipe and exits too."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+#: This worker's catalog (loaded once, when it starts: a catalog is not picklable).
+_WORKER_CATALOG: list[Mapping[str, InstanceType]] = []
+
+
+def _start_worker(site_csv: Path | None) -> None:
+    """A worker's start: its catalog and jsii kernel, Ctrl-C left to the main process (which ends the workers:
+    no traceback from each), and an exit as soon as the main process is gone, even killed outright.
+
+    Why the last: an idle worker waits on its task pipe, whose other end it holds too, so it would
+    never see the end of a SIGKILLed caller and would outlive it with its jsii kernel.
+    multiprocessing gives each spawned process its parent's sentinel (readable once the parent
+    exits); a daemon thread waits on it.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        sentinel = parent.sentinel
+
+        def watch() -> None:
+            multiprocessing.connection.wait([sentinel])
+            os._exit(1)
+
+        threading.Thread(target=watch, name="slurmgen-parent-watch", daemon=True).start()
+    _WORKER_CATALOG[:] = [load_catalog(site_csv)]
+    from . import render  # noqa: F401  (imports cdk8s, which starts this worker's jsii kernel)
+
+
+def _render_in_worker(spec: ClusterSpec, crd_dir: Path | None) -> Rendered:
+    """One cluster rendered in a worker, with that render's timings."""
+    from .render import render_cluster
+
+    stopwatch = Stopwatch()
+    rendered = render_cluster(spec, _WORKER_CATALOG[0], crd_dir, stopwatch)
+    rendered.timings = dict(stopwatch.timings)
+    return rendered
 
 
 def _store(rendered: Sequence[Rendered], specs: Mapping[str, ClusterSpec], keys: Mapping[str, str],

@@ -33,27 +33,6 @@ def _validator(crd_dir: Path | None, kubernetes_version: str) -> Any:
     return Validator.create(crd_dir, kubernetes_version=kubernetes_version)
 
 
-# Every apiVersion/kind the charts emit: their validators can be built while cdk8s renders.
-KINDS = (
-    ("v1", "ConfigMap"), ("v1", "Service"), ("v1", "PersistentVolume"), ("v1", "PersistentVolumeClaim"),
-    ("storage.k8s.io/v1", "StorageClass"), ("batch/v1", "Job"),
-    ("argoproj.io/v1alpha1", "Application"), ("argoproj.io/v1alpha1", "AppProject"),
-    ("karpenter.sh/v1", "NodePool"), ("karpenter.k8s.aws/v1", "EC2NodeClass"),
-    ("slinky.slurm.net/v1beta1", "Controller"), ("slinky.slurm.net/v1beta1", "NodeSet"),
-    ("slinky.slurm.net/v1beta1", "LoginSet"), ("slinky.slurm.net/v1beta1", "RestApi"),
-    ("slinky.slurm.net/v1beta1", "Accounting"), ("slinky.slurm.net/v1beta1", "Token"),
-    ("k8s.mariadb.com/v1alpha1", "MariaDB"),
-    ("external-secrets.io/v1", "ExternalSecret"), ("external-secrets.io/v1", "SecretStore"),
-    ("generators.external-secrets.io/v1alpha1", "Password"), ("keda.sh/v1alpha1", "ScaledObject"),
-)
-
-
-def prepare(crd_dir: Path | None, kubernetes_version: str) -> None:
-    """Build the validator and its per-kind schemas ahead of use (called in a thread during render)."""
-    validator = _validator(crd_dir, kubernetes_version)
-    validator.prepare(KINDS)
-
-
 def schema_problems(cluster: RenderedCluster, crd_dir: Path | None) -> Iterator[Problem]:
     validator = _validator(crd_dir, cluster.spec.aws.kubernetes_version)
     for rel, obj in cluster.files.items():

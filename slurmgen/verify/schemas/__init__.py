@@ -105,11 +105,6 @@ class Validator:
             issues += slinky.check(obj, self.core)
         return [object_problem(*identity, format_path(path), message) for path, message in _sorted(issues)]
 
-    def prepare(self, kinds: Iterable[tuple[str, str]]) -> None:
-        """Build the validators of these apiVersion/kinds now, so the first validate() is fast."""
-        for api_version, kind in kinds:
-            self._route(api_version, kind)
-
     def validate_all(self, objs: Iterable[Mapping[str, Any]]) -> list[Problem]:
         """The problems of every object, in input order."""
         return [problem for obj in objs for problem in self.validate(obj)]

@@ -81,8 +81,34 @@ def test_the_build_cache_is_outside_the_repository_and_keyed_by_go_and_the_modul
     assert build.cache_root() == tmp_path / "slurmgen" / "rehearse"
     assert REPO not in build.cache_root().parents
     # AND another Go version gives another key (the module's files are the same)
-    assert build.cache_key("go1.26.8") != build.cache_key("go1.26.9")
-    assert build.cache_key("go1.26.8") == build.cache_key("go1.26.8")
+    assert build.module_key("kubernetes", "go1.26.8") != build.module_key("kubernetes", "go1.26.9")
+    assert build.module_key("kubernetes", "go1.26.8") == build.module_key("kubernetes", "go1.26.8")
+    # AND each upstream product's module has a key of its own: a new Argo CD pin rebuilds no kube-apiserver
+    keys = {module: build.module_key(module, "go1.26.8") for module in ("kubernetes", "kwok", "argocd", "helm")}
+    assert len(set(keys.values())) == 4
+
+
+def test_each_program_is_built_from_the_module_that_pins_its_upstream_at_the_version_docs_name():
+    import re
+
+    # GIVEN the programs the rehearsal builds; THEN each module folder has a go.mod and go.sum
+    modules = {p.module for p in build.PROGRAMS.values()}
+    assert modules == {"kubernetes", "kwok", "argocd", "helm"}
+    for module in modules:
+        assert (build.UPSTREAM / module / "go.sum").is_file(), module
+    # AND each pins the upstream release the build stamps and docs/rehearse.md names
+    pins = {"argocd": ("github.com/argoproj/argo-cd/v3", build.ARGOCD_VERSION),
+            "helm": ("helm.sh/helm/v3", build.HELM_VERSION), "kwok": ("sigs.k8s.io/kwok", "v0.7.0"),
+            "kubernetes": ("k8s.io/kubernetes", build.KUBERNETES_VERSION)}
+    docs = (REPO / "docs" / "rehearse.md").read_text()
+    for module, (path, version) in pins.items():
+        gomod = (build.UPSTREAM / module / "go.mod").read_text()
+        assert re.search(rf"^(\s+|require ){re.escape(path)} {re.escape(version)}( //.*)?$", gomod, re.M), module
+        assert f"{path}" in docs and version in docs, (module, version)
+    # AND a program named by package path is a `tool` of its module (go mod tidy keeps what it needs)
+    for name, program in build.PROGRAMS.items():
+        if not program.package.startswith("./"):
+            assert program.package in (build.UPSTREAM / program.module / "go.mod").read_text(), name
 
 
 def test_the_pinned_kubernetes_is_one_patch_everywhere_and_the_minor_the_specs_target():
@@ -91,7 +117,7 @@ def test_the_pinned_kubernetes_is_one_patch_everywhere_and_the_minor_the_specs_t
     from tests.conftest import EXAMPLES
 
     # GIVEN the rehearsal's go.mod
-    gomod = (build.UPSTREAM / "go.mod").read_text()
+    gomod = (build.UPSTREAM / "kubernetes" / "go.mod").read_text()
     kubernetes = re.search(r"^\s+k8s\.io/kubernetes (v1\.(\d+)\.(\d+))$", gomod, re.M)
     assert kubernetes is not None
     _, minor, patch = kubernetes.groups()

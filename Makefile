@@ -84,20 +84,24 @@ TEST_WORKERS ?= auto
 test: $(STAMP) $(TEST_STAMP) $(PREVIEW_STAMP) $(ACTIONLINT_STAMP) node_modules/.installed lint  ## lint, then the whole test suite (what .ci/run calls)
 	@env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(CURDIR)/build/pycache" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
-# The rehearsal (docs/rehearse.md): etcd and kube-apiserver built with Go from the pinned module in
-# rehearse/upstream (cached outside the tree, in ~/.cache/slurmgen/rehearse), then every object of
-# dist/<cluster>/ as committed is applied with server-side dry-run. Needs Go and the Go module proxy.
+# The rehearsal (docs/rehearse.md): Kubernetes, kwok, Argo CD and helm built with Go from the pinned
+# modules in rehearse/upstream/ (cached outside the tree, in ~/.cache/slurmgen/rehearse). Every object
+# of dist/<cluster>/ as committed is applied with server-side dry-run; then Argo CD syncs each cluster
+# from a local git repository, and a second rendering, until all is Synced and Healthy. Needs Go and the
+# Go module proxy, and Debian's redis-server and git. STAGE=api: the dry-run only.
 CLUSTER ?=
+STAGE ?= all
 
-rehearse-build: $(STAMP)  ## build the rehearsal's pinned kube-apiserver and etcd into the cache (what is missing)
+rehearse-build: $(STAMP)  ## build the rehearsal's pinned upstream programs into the cache (what is missing)
 	@$(PY) -m rehearse.build
 
-rehearse: $(STAMP)  ## play dist/ (or CLUSTER=<name>) against a real kube-apiserver with dry-run; exit 1 on any refusal
-	@$(PY) -m rehearse $(if $(CLUSTER),--cluster $(CLUSTER))
+rehearse: $(STAMP)  ## play dist/ (or CLUSTER=<name>): the API server's dry-run, then Argo CD's sync; exit 1 unless all held
+	@$(PY) -m rehearse --stage $(STAGE) $(if $(CLUSTER),--cluster $(CLUSTER))
 
 # Not part of `make test`: tests/rehearse/ is collected only with SLURMGEN_REHEARSE_TESTS=1.
-rehearse-test: $(STAMP) $(TEST_STAMP)  ## the rehearsal's own tests (every tests/specs cluster, and a refused object)
-	@env SLURMGEN_REHEARSE_TESTS=1 $(PY) -m pytest -p no:cacheprovider -rfEs tests/rehearse
+# Two at once: a cluster's sync stage mostly waits (Argo CD's retries and resyncs), using about half a core.
+rehearse-test: $(STAMP) $(TEST_STAMP)  ## the rehearsal's own tests (every tests/specs cluster through both stages, a refused object)
+	@env SLURMGEN_REHEARSE_TESTS=1 $(PY) -m pytest -p no:cacheprovider -rfEs -n 2 --dist load tests/rehearse
 
 summary: $(STAMP)  ## Markdown summary of the uncommitted change to dist/ (against HEAD)
 	@$(PY) -O main.py --summary

@@ -8,8 +8,10 @@ commit, not a fresh render). One line per cluster; exit 0 only when the API serv
 from __future__ import annotations
 
 import argparse
+from concurrent.futures import ThreadPoolExecutor
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,7 +19,10 @@ import yaml
 
 from slurmgen._input import UnreadableFile
 
-from . import build, cluster, crds, play, tree
+from slurmgen.review.preview import locator_from_env
+
+from . import build, cluster, crds, play, sync, tree
+from . import change as rehearse_change
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -57,8 +62,50 @@ def report(name: str, outcome: play.Outcome, version: str) -> str:
             f"{len(outcome.refused)} refused, {outcome.seconds:.1f}s")
 
 
-def run(dist: Path, names: list[str]) -> int:
-    """Play every cluster of `dist` (or those named) on one fresh API server; 0 when all were accepted."""
+def sync_line(name: str, first: str, outcome: sync.SyncOutcome) -> str:
+    """The cluster's line once Argo CD converged: the API server's count, the Applications in wave
+    order, what was faked and not played, what the second rendering proved, the time."""
+    waves: dict[int, list[str]] = {}
+    for app in outcome.apps:
+        if app.name != outcome.root:
+            waves.setdefault(app.wave, []).append(app.name)
+    order = " < ".join(f"{w}: {', '.join(names)}" for w, names in sorted(waves.items()))
+    order += f"; then the root {outcome.root}"
+    faked = ", ".join(f"{kind} x{n}" for kind, n in sorted(outcome.faked.items())) or "nothing"
+    left = f"; not played: {len(outcome.rewrites.left_out)} (listed above)" if outcome.rewrites.left_out else ""
+    return (f"rehearse {name}: {first}; Argo CD {build.ARGOCD_VERSION}: {len(outcome.apps)} Applications Synced and "
+            f"Healthy in wave order [{order}]; {'; '.join(outcome.checks)}; faked status: {faked}; "
+            f"{outcome.nodes} kwok nodes{left}; {outcome.seconds:.0f}s")
+
+
+def sync_cluster(bin_dir: Path, folder: Path, locator, vendored: list[crds.Crd],
+                 change: bool) -> tuple[list[str], bool]:
+    """The sync stage of one cluster (in a thread of its own): its output lines, and whether it held.
+    The last line is the cluster's, with {accepted} where the API server's count goes."""
+    name = folder.name
+
+    def said(message: str) -> None:
+        say(message if message.startswith(f"{name}:") else f"{name}: {message.strip()}")
+
+    said(f"the sync stage (Argo CD {build.ARGOCD_VERSION} on a fresh API server)")
+    try:
+        with tempfile.TemporaryDirectory(prefix="slurmgen-rehearse-change-") as work:
+            second = None
+            if change:
+                second, changed = rehearse_change.second_rendering(folder, Path(work))
+                said(f"second rendering: {'; '.join(changed)}")
+            result = sync.rehearse_cluster(bin_dir, folder, locator, said, second, vendored)
+    except (sync.SyncFailed, rehearse_change.NoChange, RuntimeError, OSError) as exc:
+        return [f"rehearse {name}: FAILED: {exc}"], False
+    lines = [f"  {name}: rewritten for loopback: {line}" for line in result.rewrites.lines]
+    lines += [f"  {name}: added to a plain Argo CD install: {line}" for line in result.settings]
+    lines += [f"  {name}: not played: {line}" for line in result.rewrites.left_out]
+    return [*lines, sync_line(name, "{accepted}", result)], True
+
+
+def run(dist: Path, names: list[str], stages: str = "all", change: bool = True, jobs: int = 2) -> int:
+    """Play every cluster of `dist` (or those named): first every object with dry-run on one API
+    server, then (stages "all") Argo CD's sync of each cluster on a fresh one; 0 when all held."""
     folders = clusters_in(dist, names)
     missing = [f for f in folders if not f.is_dir()]
     if missing or not folders:
@@ -66,7 +113,7 @@ def run(dist: Path, names: list[str]) -> int:
         return 2
     started = time.monotonic()
     try:
-        bin_dir = build.build()
+        bin_dir = build.build(build.API_SERVER if stages == "api" else build.PROGRAMS)
         vendored = crds.load()
     except (build.BuildError, crds.CrdError) as exc:
         say(str(exc))
@@ -78,20 +125,40 @@ def run(dist: Path, names: list[str]) -> int:
         return 1
     kinds = {obj.group_kind for objects in trees.values() for obj in objects}
     wanted = crds.needed(vendored, kinds)
-    refused = 0
+    failed = 0
+    first: dict[Path, str] = {}
     try:
         with cluster.api_server(bin_dir, say) as server:
             say(f"installing the {len(wanted)} CRDs (of {len(vendored)} in rehearse/crds/) that the tree needs")
             crds.install(server.client, wanted)
             for folder in folders:
                 outcome = play.play(server.client, folder, say, trees[folder])
-                print(report(folder.name, outcome, server.version), flush=True)
-                refused += len(outcome.refused)
+                line = report(folder.name, outcome, server.version)
+                if outcome.refused or stages == "api":
+                    print(line, flush=True)
+                    failed += bool(outcome.refused)
+                else:
+                    first[folder] = line.split(": ", 1)[1].rsplit(", ", 1)[0]
     except (RuntimeError, OSError) as exc:  # a start that failed, a CRD refused, the server gone
         say(str(exc))
         return 1
+    locator = locator_from_env()
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # each cluster has its own processes and ports
+        futures = [pool.submit(sync_cluster, bin_dir, folder, locator, vendored, change) for folder in first]
+        try:
+            for folder, future in zip(first, futures, strict=True):  # in cluster order, each as soon as it can be
+                lines, ok = future.result()
+                for line in lines[:-1]:
+                    print(line)
+                print(lines[-1].replace("{accepted}", first[folder]), flush=True)
+                failed += not ok
+        except BaseException:  # Ctrl-C, SIGTERM: the clusters still syncing stop at their next poll
+            sync.STOP.set()
+            for future in futures:
+                future.cancel()
+            raise
     say(f"done in {time.monotonic() - started:.1f}s")
-    return 0 if refused == 0 else 1
+    return 0 if failed == 0 else 1
 
 
 def _terminated(_signum: int, _frame: object) -> None:
@@ -104,13 +171,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rehearse", description=__doc__.splitlines()[0])
     parser.add_argument("--cluster", action="append", default=[], help="a cluster folder under --dist (repeatable)")
     parser.add_argument("--dist", type=Path, default=REPO / "dist", help="the rendered tree (default: dist/)")
+    parser.add_argument("--stage", choices=("api", "all"), default="all",
+                        help="api: the API server's dry-run only; all: then Argo CD's sync of each cluster")
+    parser.add_argument("--no-change", action="store_true", help="skip the second rendering (change and prune)")
+    parser.add_argument("--jobs", type=int, default=2, help="clusters whose sync stage runs at once (default 2)")
     args = parser.parse_args(argv)
     # Ctrl-C raises KeyboardInterrupt; SIGTERM likewise unwinds, so every process started is stopped
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
     signal.signal(signal.SIGTERM, _terminated)
     names = [n for arg in args.cluster for n in arg.split(",") if n]
     try:
-        return run(args.dist.resolve(), names)
+        return run(args.dist.resolve(), names, args.stage, not args.no_change, args.jobs)
     except KeyboardInterrupt:
         say("interrupted: every process started was stopped")
         return 130

@@ -58,10 +58,11 @@ def _die_with_parent() -> None:
 
 
 @contextmanager
-def process(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """Run `argv` with its output in `log`; on leaving, stop it (SIGTERM, then SIGKILL after 10 s)."""
+def process(argv: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """Run `argv` with its output in `log` (and `env`, else the rehearsal's own); on leaving, stop it
+    (SIGTERM, then SIGKILL after 10 s)."""
     with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True, preexec_fn=_die_with_parent)
         try:
             yield proc
@@ -72,6 +73,19 @@ def process(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@dataclass
+class Running:
+    """Processes started together: `check()` raises StartError, with the end of its log, when one
+    of them has exited (a component that dies mid-rehearsal must not read as a slow sync)."""
+
+    procs: list[tuple[str, subprocess.Popen[bytes], Path]]
+
+    def check(self) -> None:
+        for name, proc, log in self.procs:
+            if proc.poll() is not None:
+                raise StartError(f"{name} exited with status {proc.returncode}; the end of {log}:\n{_tail(log)}")
 
 
 def _tail(log: Path, lines: int = 15) -> str:
@@ -149,13 +163,15 @@ def api_server(bin_dir: Path, say) -> Iterator[ApiServer]:
         yield ApiServer(client, version, work, write_kubeconfig(work / "kubeconfig", client.base, ca, token))
 
 
-def write_kubeconfig(path: Path, server: str, ca: Path, token: str) -> Path:
+def write_kubeconfig(path: Path, server: str, ca: Path, token: str, namespace: str = "") -> Path:
     """A kubeconfig for the admin user (JSON, which is YAML), mode 0600: what any other component
-    of the rehearsal, or a person debugging it, points at the API server."""
+    of the rehearsal, or a person debugging it, points at the API server (in `namespace`, for a
+    component that takes its own namespace from it, as Argo CD does)."""
+    context = {"cluster": "rehearse", "user": "rehearse-admin", **({"namespace": namespace} if namespace else {})}
     config = {"apiVersion": "v1", "kind": "Config", "current-context": "rehearse",
               "clusters": [{"name": "rehearse", "cluster": {"server": server, "certificate-authority": str(ca)}}],
               "users": [{"name": "rehearse-admin", "user": {"token": token}}],
-              "contexts": [{"name": "rehearse", "context": {"cluster": "rehearse", "user": "rehearse-admin"}}]}
+              "contexts": [{"name": "rehearse", "context": context}]}
     path.touch(mode=0o600)
     path.write_text(json.dumps(config, indent=1) + "\n")
     return path
@@ -166,3 +182,35 @@ def _readyz(client: ApiClient) -> bool:
         return client.get("/readyz").ok
     except OSError:  # not listening yet, or TLS not up
         return False
+
+
+@contextmanager
+def controllers(bin_dir: Path, server: ApiServer, say) -> Iterator[Running]:
+    """kube-controller-manager and kube-scheduler against `server`, and kwok playing the kubelet of
+    every node annotated for it; all stopped on leaving.
+
+    kube-controller-manager runs every controller of its release's default set (Deployments, Jobs,
+    the garbage collector, namespace deletion, PersistentVolume binding...), signing service-account
+    tokens with the API server's key. Neither it nor the scheduler serves HTTPS (--secure-port=0):
+    nothing here reads their health endpoints."""
+    work = server.workdir
+    kwok_config = work / "kwok.yaml"  # empty: kwok's default stages (nodes Ready, pods Ready, Job pods Succeeded)
+    kwok_config.write_text("")
+    argvs = {
+        "kube-controller-manager": [
+            str(bin_dir / "kube-controller-manager"), f"--kubeconfig={server.kubeconfig}", "--leader-elect=false",
+            "--secure-port=0", f"--service-account-private-key-file={work / 'sa.key'}",
+            f"--root-ca-file={work / 'pki' / 'apiserver.crt'}", "--use-service-account-credentials=false",
+            f"--service-cluster-ip-range={SERVICE_CIDR}", "--controllers=*"],
+        "kube-scheduler": [str(bin_dir / "kube-scheduler"), f"--kubeconfig={server.kubeconfig}", "--leader-elect=false",
+                           "--secure-port=0"],
+        "kwok": [str(bin_dir / "kwok"), f"--kubeconfig={server.kubeconfig}", f"--config={kwok_config}",
+                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--cidr=10.64.0.1/16",
+                 "--node-ip=127.0.0.1", "--node-lease-duration-seconds=40",  # Leases, as kubelets renew them
+                 f"--server-address=127.0.0.1:{free_port()}"],
+    }
+    say("starting kube-controller-manager, kube-scheduler and kwok")
+    with ExitStack() as stack:
+        procs = [(name, stack.enter_context(process(argv, work / f"{name}.log")), work / f"{name}.log")
+                 for name, argv in argvs.items()]
+        yield Running(procs)

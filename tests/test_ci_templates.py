@@ -351,7 +351,8 @@ def test_the_rehearse_job_builds_once_per_pin_then_rehearses_the_changed_cluster
     runs = [s["run"].strip() for s in steps if "run" in s]
     # THEN it may only read, builds (what the cache lacks) before it rehearses, through the make targets
     assert job["permissions"] == {"contents": "read"}
-    assert runs.index("make install") < runs.index("make rehearse-build") < len(runs) - 1
+    assert runs.index("make install preview-install") < runs.index("make rehearse-build") < len(runs) - 1
+    assert any("redis-server" in r for r in runs[:runs.index("make rehearse-build")])
     assert runs[-1].splitlines()[-1] == 'make rehearse CLUSTER="$clusters"'
     assert steps[-1]["env"] == {"EVENT": "${{ github.event_name }}", "BASE_REF": "${{ github.base_ref }}"}
     # AND the built programs are cached under the folder rehearse.build writes, keyed by the pinned module
@@ -363,6 +364,6 @@ def test_the_rehearse_job_builds_once_per_pin_then_rehearses_the_changed_cluster
     assert cache["path"] == "~/.cache/slurmgen/rehearse"
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)  # as on a hosted runner
     assert build.cache_root() == Path.home() / ".cache" / "slurmgen" / "rehearse"
-    assert cache["key"].startswith(f"slurmgen-rehearse-go{go}-") and "rehearse/upstream/go.sum" in cache["key"]
+    assert cache["key"].startswith(f"slurmgen-rehearse-go{go}-") and "rehearse/upstream/**/go.sum" in cache["key"]
     # AND a change to the rehearsal triggers the workflow
     assert "rehearse/**" in workflow[True]["pull_request"]["paths"]

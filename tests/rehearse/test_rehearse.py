@@ -102,11 +102,11 @@ def test_an_unknown_field_is_refused_unless_the_object_turns_validation_off(vali
 
 
 def _processes_mentioning(text: str) -> list[int]:
-    """Pids whose command line contains `text` (Linux /proc)."""
+    """Pids whose command line or environment contains `text` (Linux /proc)."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and text.encode() in (proc / "cmdline").read_bytes():
+            if proc.name.isdigit() and any(text.encode() in (proc / part).read_bytes() for part in ("cmdline", "environ")):
                 found.append(int(proc.name))
         except OSError:
             continue
@@ -153,3 +153,28 @@ def test_the_kubeconfig_reaches_the_api_server_as_the_admin(server):
         "spec": {"resourceAttributes": {"verb": "*", "group": "*", "resource": "*"}}})
     assert review.ok and review.body["status"]["allowed"] is True
     assert oct(server.kubeconfig.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_rehearsal_interrupted_while_argo_cd_syncs_stops_every_process_it_started(dist_tree, bin_dir):
+    # GIVEN a rehearsal in its sync stage: Argo CD, the controllers, kwok and redis are running
+    env = {**user_cache_env(), "SLURMGEN_CHART_PULL": "0"}
+    run = subprocess.Popen([sys.executable, "-m", "rehearse", "--dist", str(dist_tree), "--cluster", "dev"],
+                           cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    assert run.stderr is not None
+    workdirs = []
+    for line in run.stderr:
+        if "data in" in line:
+            workdirs.append(re.search(r"data in (\S+)\)", line).group(1))
+        if "Argo CD syncs" in line:
+            break
+    sync_dir = workdirs[-1]
+    # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, redis and Argo CD's two
+    assert len(workdirs) == 2 and len(_processes_mentioning(sync_dir)) == 8
+    # WHEN it is interrupted (Ctrl-C)
+    run.send_signal(signal.SIGINT)
+    rest = run.communicate(timeout=120)[1]
+    # THEN it exits 130 and leaves no process and no folder of either stage
+    assert run.returncode == 130, rest
+    for workdir in workdirs:
+        assert _processes_mentioning(workdir) == []
+        assert not Path(workdir).exists()

@@ -24,6 +24,7 @@ import yaml
 from slurmgen.review.preview.charts import ChartLocator, HelmSource
 
 BRANCH = "main"
+IN_CLUSTER = "https://kubernetes.default.svc"
 #: Chart sources whose CRD templates the release generates (so the source's templates/crds/ holds
 #: only a README), and the folder of rehearse/crds/ with the pinned upstream CRD files that release
 #: generates them from: external-secrets (hack/helm.generate.sh turns config/crds/bases/ into
@@ -186,8 +187,24 @@ def stage(tree: Path, checkout: Path, url: str, locator: ChartLocator, rewrites:
                     repos.append(url)
                     rewrites.lines.append(f"{rel}: sourceRepos gains the local repository")
                     changed = True
+            if doc.get("kind") == "AppProject":
+                remote_servers = sorted({d.get("server") for d in doc["spec"].get("destinations") or []} - {IN_CLUSTER, "*", None})
+                for dest in doc["spec"].get("destinations") or []:
+                    if dest.get("server") in remote_servers:
+                        dest["server"] = IN_CLUSTER
+                if remote_servers:
+                    rewrites.lines.append(f"{rel}: destinations on {', '.join(remote_servers)} -> the rehearsal's API server")
+                    changed = True
             if doc.get("kind") != "Application":
                 continue
+            destination = (doc.get("spec") or {}).get("destination") or {}
+            if destination.get("server", IN_CLUSTER) != IN_CLUSTER or destination.get("name"):
+                where = destination.pop("server", None) or destination.pop("name", None)
+                destination.pop("name", None)
+                destination["server"] = IN_CLUSTER
+                rewrites.lines.append(f"{rel}: destination {where} -> the rehearsal's API server (a cluster "
+                                      "Argo CD would reach through its cluster Secret)")
+                changed = True
             source = (doc.get("spec") or {}).get("source") or {}
             if remote is not None and source.get("repoURL") == remote:
                 source["repoURL"] = url

@@ -153,7 +153,9 @@ def test_the_committed_copy_points_at_the_local_repository_and_says_so(tmp_path)
         apiVersion: argoproj.io/v1alpha1
         kind: Application
         metadata: {{name: c-slurm}}
-        spec: {{source: {{repoURL: "{remote}", path: dist/c/slurm}}}}
+        spec:
+          destination: {{server: "https://ABC.eks.amazonaws.com", namespace: slurm}}
+          source: {{repoURL: "{remote}", path: dist/c/slurm}}
         """)
     _write(tmp_path, "dist/c/apps/helm.yaml", """\
         apiVersion: argoproj.io/v1alpha1
@@ -167,7 +169,9 @@ def test_the_committed_copy_points_at_the_local_repository_and_says_so(tmp_path)
         apiVersion: argoproj.io/v1alpha1
         kind: AppProject
         metadata: {{name: c}}
-        spec: {{sourceRepos: ["{remote}"]}}
+        spec:
+          sourceRepos: ["{remote}"]
+          destinations: [{{server: "https://ABC.eks.amazonaws.com", namespace: slurm}}]
         """)
     checkout = tmp_path / "checkout"
     rewrites = gitrepo.Rewrites()
@@ -177,11 +181,16 @@ def test_the_committed_copy_points_at_the_local_repository_and_says_so(tmp_path)
     copy = checkout / "dist" / "c"
     for rel in ("bootstrap/root.yaml", "apps/child.yaml"):
         assert yaml.safe_load((copy / rel).read_text())["spec"]["source"]["repoURL"] == "file:///r.git"
-    assert yaml.safe_load((copy / "apps/project.yaml").read_text())["spec"]["sourceRepos"] == [remote, "file:///r.git"]
+    project = yaml.safe_load((copy / "apps/project.yaml").read_text())["spec"]
+    assert project["sourceRepos"] == [remote, "file:///r.git"]
+    # AND a remote destination cluster (Argo CD's cluster Secret in a real fleet) is the rehearsal's API server
+    child = yaml.safe_load((copy / "apps/child.yaml").read_text())["spec"]["destination"]
+    assert child == {"server": gitrepo.IN_CLUSTER, "namespace": "slurm"}
+    assert project["destinations"] == [{"server": gitrepo.IN_CLUSTER, "namespace": "slurm"}]
     # AND the Helm child whose chart is not found is left out, and listed with why
     assert not (copy / "apps" / "helm.yaml").exists()
     assert len(rewrites.left_out) == 1 and "chart addon 1.0.0" in rewrites.left_out[0]
-    assert len(rewrites.lines) == 3
+    assert len(rewrites.lines) == 5 and sum("destination" in line for line in rewrites.lines) == 2
 
 
 def _at(second: int) -> datetime:

@@ -30,11 +30,11 @@ def settings(spec: dict[str, Any]) -> dict[str, Any] | None:
     return {**raw, "nodesets": list(nodesets)}
 
 
-def block_sizes(part: dict[str, Any], topo: dict[str, Any]) -> list[int] | None:
-    """A block partition's block_sizes: its own, else topology.blockSizes; None when neither is set
+def block_sizes(part: dict[str, Any], topo: dict[str, Any]) -> list[int]:
+    """A block partition's block_sizes: its own, else topology.blockSizes; empty when neither is set
     (a problem for the rule below)."""
-    sizes = part["topology"].get("blockSizes") or topo.get("blockSizes")
-    return list(sizes) if sizes else None
+    own, shared = part["topology"].get("blockSizes"), topo.get("blockSizes")
+    return list(own if own else shared if shared else [])
 
 
 def members(part: dict[str, Any], in_all: list[str]) -> list[str]:

@@ -63,7 +63,7 @@ def load_specs(paths: Iterable[Path], *, catalog: Catalog | None = None,
     specs: list[ClusterSpec] = []
     problems: list[Problem] = []
     rules = rules_for(catalog)
-    known = validated or {}
+    known = {} if validated is None else validated
     for path in sorted(paths):
         try:
             if str(path) in known:
@@ -309,9 +309,9 @@ def _topology(d: dict[str, Any], partitions: tuple[Partition, ...]) -> TopologyS
         return None
     raw_parts = {p["name"]: p for p in d["partitions"]}
     blocks = tuple(
-        BlockTopology(name=p.topology or "", partition=p.name, nodesets=p.nodesets,
-                      sizes=tuple(_topology_rules.block_sizes(raw_parts[p.name], topo) or ()))
-        for p in partitions if p.topology and p.topology.startswith("block-"))
+        BlockTopology(name=p.topology, partition=p.name, nodesets=p.nodesets,
+                      sizes=tuple(_topology_rules.block_sizes(raw_parts[p.name], topo)))
+        for p in partitions if p.topology is not None and p.topology.startswith("block-"))
     return TopologySpec(nodesets=tuple(topo["nodesets"]), tree=any(p.topology == "tree" for p in partitions),
                         blocks=blocks, domain_label=topo["blockDomainLabel"], labeler_image=topo["labelerImage"])
 
@@ -350,7 +350,7 @@ def _bridge_user(d: dict[str, Any]) -> list[PolicyUser]:
                        fairshare=_schema.default(("policy", "users", 0, "fairshare")))]
 
 
-def _policy(raw: dict[str, Any] | None, d: dict[str, Any] | None = None) -> Policy | None:
+def _policy(raw: dict[str, Any] | None, d: dict[str, Any]) -> Policy | None:
     if raw is None:
         return None
     return Policy(
@@ -368,7 +368,7 @@ def _policy(raw: dict[str, Any] | None, d: dict[str, Any] | None = None) -> Poli
                        for a in raw["accounts"]),
         users=tuple(PolicyUser(name=u["name"], default_account=u["defaultAccount"], accounts=tuple(u["accounts"]),
                                admin_level=u.get("adminLevel"), fairshare=u["fairshare"]) for u in raw["users"])
-        + tuple(_bridge_user(d or {})),
+        + tuple(_bridge_user(d)),
     )
 
 

@@ -9,7 +9,7 @@ from slurmgen.spec.model import Partition
 
 def _partition(extra: tuple[tuple[str, str], ...]) -> Partition:
     return Partition(name="p", nodesets=("a",), default=False, max_time="UNLIMITED", priority_tier=1,
-                     extra_config=extra)
+                     extra_config=extra, all_nodesets=False, allow_qos=(), topology=None)
 
 
 def test_a_user_state_in_any_case_replaces_ours():

@@ -465,6 +465,18 @@ def with_defaults(instance: dict[str, Any]) -> dict[str, Any]:
     return _fill(copy.deepcopy(instance), schema())
 
 
+def default(path: Sequence[str | int]) -> Any:
+    """The schema's `default` for the field at `path` (keys and list indexes), for a value the
+    generator builds itself that must match what a spec would get; KeyError when there is none."""
+    nodes: list[dict[str, Any]] = [schema()]
+    for step in path:
+        nodes = [_resolve(child) for node in nodes for child in _child(_resolve(node), step)]
+    found = [node["default"] for node in nodes if "default" in node]
+    if not found:
+        raise KeyError(dotted(path))
+    return copy.deepcopy(found[0])
+
+
 def _resolve(node: dict[str, Any]) -> dict[str, Any]:
     ref = node.get("$ref")
     if ref and ref.startswith("#/$defs/"):

@@ -21,13 +21,20 @@ TOPOLOGY_NAMES = {"tree": "tree", "flat": "flat"}  # block topologies are named 
 
 def settings(spec: dict[str, Any]) -> dict[str, Any] | None:
     """The topology section with `nodesets` resolved (default: EFA GPU/Trainium types with labels); None when off."""
-    raw = spec.get("topology") or {}
-    if not raw.get("enabled", False):
+    raw = spec["topology"]  # the schema's defaults applied: enabled, default, ...
+    if not raw["enabled"]:
         return None
     nodesets = raw.get("nodesets")
     if nodesets is None:
         nodesets = [ns["name"] for ns in spec["nodesets"] if default_topology_nodeset(ns)]
-    return {"default": "tree", **raw, "nodesets": list(nodesets)}
+    return {**raw, "nodesets": list(nodesets)}
+
+
+def block_sizes(part: dict[str, Any], topo: dict[str, Any]) -> list[int]:
+    """A block partition's block_sizes: its own, else topology.blockSizes; empty when neither is set
+    (a problem for the rule below)."""
+    own, shared = part["topology"].get("blockSizes"), topo.get("blockSizes")
+    return list(own if own else shared if shared else [])
 
 
 def members(part: dict[str, Any], in_all: list[str]) -> list[str]:
@@ -90,7 +97,7 @@ def topology_rules(spec: dict[str, Any]) -> Iterator[Finding]:
         yield ("topology.enabled", "no nodeset is placed in a topology: none is an EFA GPU or Trainium type with "
                "EC2 topology labels; list them in topology.nodesets or turn topology off")
         return
-    in_all = [ns["name"] for ns in spec["nodesets"] if ns.get("includeInAll", ns.get("capacityType", "on-demand") != "spot"
+    in_all = [ns["name"] for ns in spec["nodesets"] if ns.get("includeInAll", ns["capacityType"] != "spot"
                                                               and ns.get("autoscale") is None)]
     labelled = set(topo["nodesets"])
     for index, part in enumerate(parts):
@@ -106,7 +113,7 @@ def topology_rules(spec: dict[str, Any]) -> Iterator[Finding]:
             continue
         if part_kind != "block":
             continue
-        sizes = part["topology"].get("blockSizes") or (spec.get("topology") or {}).get("blockSizes")
+        sizes = block_sizes(part, spec["topology"])
         field = f"partitions[{index}].topology.blockSizes"
         if not sizes:
             yield field, "a block topology needs block sizes; set them here or in topology.blockSizes"

@@ -63,7 +63,7 @@ def load_specs(paths: Iterable[Path], *, catalog: Catalog | None = None,
     specs: list[ClusterSpec] = []
     problems: list[Problem] = []
     rules = rules_for(catalog)
-    known = validated or {}
+    known = {} if validated is None else validated
     for path in sorted(paths):
         try:
             if str(path) in known:
@@ -298,7 +298,7 @@ def _partitions(raw: list[dict[str, Any]], nodesets: list[str],
             priority_tier=part["priorityTier"],
             extra_config=tuple((k, str(v)) for k, v in part["extraConfig"].items()),
             all_nodesets=every,
-            allow_qos=tuple(part.get("allowQos", ())),
+            allow_qos=tuple(part["allowQos"]),
             topology=None if kind is None else _topology_rules.name(part["name"], kind),
         )
 
@@ -309,9 +309,9 @@ def _topology(d: dict[str, Any], partitions: tuple[Partition, ...]) -> TopologyS
         return None
     raw_parts = {p["name"]: p for p in d["partitions"]}
     blocks = tuple(
-        BlockTopology(name=p.topology or "", partition=p.name, nodesets=p.nodesets,
-                      sizes=tuple(raw_parts[p.name]["topology"].get("blockSizes", topo.get("blockSizes", ()))))
-        for p in partitions if p.topology and p.topology.startswith("block-"))
+        BlockTopology(name=p.topology, partition=p.name, nodesets=p.nodesets,
+                      sizes=tuple(_topology_rules.block_sizes(raw_parts[p.name], topo)))
+        for p in partitions if p.topology is not None and p.topology.startswith("block-"))
     return TopologySpec(nodesets=tuple(topo["nodesets"]), tree=any(p.topology == "tree" for p in partitions),
                         blocks=blocks, domain_label=topo["blockDomainLabel"], labeler_image=topo["labelerImage"])
 
@@ -324,7 +324,8 @@ def _autoscale(raw: dict[str, Any] | None) -> Autoscale | None:
 
 
 def _tres(raw: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
-    return tuple((k, str(v)) for k, v in (raw or {}).items())
+    """A TRES limit as pairs; none when the spec sets no limit (absent: no schema default, no limit)."""
+    return () if raw is None else tuple((k, str(v)) for k, v in raw.items())
 
 
 def _bridge(d: dict[str, Any], partitions: tuple[Partition, ...]) -> Bridge | None:
@@ -340,29 +341,34 @@ def _bridge(d: dict[str, Any], partitions: tuple[Partition, ...]) -> Bridge | No
 def _bridge_user(d: dict[str, Any]) -> list[PolicyUser]:
     """The user slurm-bridge submits as, with bridge.account as its default account: with a policy,
     AccountingStorageEnforce=associations refuses a job whose user has no association."""
-    account = (d.get("bridge") or {}).get("account")
-    return [PolicyUser(name=BRIDGE_USER, default_account=account)] if account else []
+    account = d["bridge"].get("account") if "bridge" in d else None
+    if not account:
+        return []
+    # A user of the generator's own, not of the spec: its unset fields take the schema's defaults for a
+    # policy user, as a user the spec lists with only a name and a default account.
+    return [PolicyUser(name=BRIDGE_USER, default_account=account, accounts=(), admin_level=None,
+                       fairshare=_schema.default(("policy", "users", 0, "fairshare")))]
 
 
-def _policy(raw: dict[str, Any] | None, d: dict[str, Any] | None = None) -> Policy | None:
+def _policy(raw: dict[str, Any] | None, d: dict[str, Any]) -> Policy | None:
     if raw is None:
         return None
     return Policy(
         qos=tuple(Qos(name=q["name"], priority=q["priority"], description=q.get("description"),
-                      preempt=tuple(q.get("preempt", ())), preempt_mode=q.get("preemptMode"),
+                      preempt=tuple(q["preempt"]), preempt_mode=q.get("preemptMode"),
                       grace_time_seconds=q.get("graceTimeSeconds"), usage_factor=q.get("usageFactor"),
                       max_tres_per_user=_tres(q.get("maxTRESPerUser")), max_tres_per_job=_tres(q.get("maxTRESPerJob")),
                       grp_tres=_tres(q.get("grpTRES")), max_wall_duration_per_job=q.get("maxWallDurationPerJob"),
-                      flags=tuple(q.get("flags", ()))) for q in raw.get("qos", [])),
+                      flags=tuple(q["flags"])) for q in raw["qos"]),
         default_qos=raw.get("defaultQos"),
         accounts=tuple(PolicyAccount(name=a["name"], parent=a["parent"], fairshare=a["fairshare"],
                                      description=a.get("description"), organization=a.get("organization"),
-                                     qos=tuple(a.get("qos", ())), default_qos=a.get("defaultQos"),
+                                     qos=tuple(a["qos"]), default_qos=a.get("defaultQos"),
                                      grp_tres=_tres(a.get("grpTRES")), max_tres_per_job=_tres(a.get("maxTRESPerJob")))
-                       for a in raw.get("accounts", [])),
-        users=tuple(PolicyUser(name=u["name"], default_account=u["defaultAccount"], accounts=tuple(u.get("accounts", ())),
-                               admin_level=u.get("adminLevel"), fairshare=u["fairshare"]) for u in raw.get("users", []))
-        + tuple(_bridge_user(d or {})),
+                       for a in raw["accounts"]),
+        users=tuple(PolicyUser(name=u["name"], default_account=u["defaultAccount"], accounts=tuple(u["accounts"]),
+                               admin_level=u.get("adminLevel"), fairshare=u["fairshare"]) for u in raw["users"])
+        + tuple(_bridge_user(d)),
     )
 
 
@@ -381,7 +387,7 @@ def _login(raw: dict[str, Any]) -> Login:
         sssd_conf_secret=_ref(raw["sssdConfSecret"]), extra_sshd_config=raw["extraSshdConfig"],
         sssd_conf=raw.get("sssdConf"),
         service=LoginService(enabled=svc["enabled"], scheme=svc["scheme"], source_ranges=tuple(svc["sourceRanges"]),
-                             allow_public_ssh=svc["allowPublicSsh"], subnets=tuple(svc.get("subnets", ()))),
+                             allow_public_ssh=svc["allowPublicSsh"], subnets=tuple(svc["subnets"])),
     )
 
 
@@ -389,25 +395,36 @@ def _directory(d: dict[str, Any]) -> Directory | None:
     raw = d.get("directory")
     if raw is None:
         return None
-    ca = raw["tls"].get("ca", {})
-    ca_kind = next(iter(ca), None)
-    bind = raw.get("bindPassword", {})
-    sm = bind.get("secretsManager", {})
+    ca = raw["tls"].get("ca")  # absent: the image's system CAs
+    ca_kind = next(iter(ca)) if ca else None
+    bind = raw.get("bindPassword")  # absent with secrets mode precreated: the whole sssd.conf is pre-created
+    sm = bind.get("secretsManager") if bind else None
+    # Derived from another field, so not a schema default (the schema's description names it).
     homes = raw["homes"].get("path") or d["storage"]["fsx"]["mountPath"].rstrip("/") + "/home"
     return Directory(
         kind=raw["kind"], uris=tuple(raw["uris"]), search_base=raw["searchBase"],
         user_search_base=raw.get("userSearchBase"), group_search_base=raw.get("groupSearchBase"),
-        bind_dn=raw["bindDn"], bind_password_name=sm.get("name"), bind_password_property=sm.get("property"),
-        bind_password_secret=_ref(bind["secret"]) if "secret" in bind else None,
+        bind_dn=raw["bindDn"], bind_password_name=sm["name"] if sm else None, bind_password_property=sm.get("property") if sm else None,
+        bind_password_secret=_ref(bind["secret"]) if bind and "secret" in bind else None,
         tls_mode=raw["tls"]["mode"], tls_verify=raw["tls"]["verify"],
         ca_kind=ca_kind, ca_ref=_ref(ca[ca_kind]) if ca_kind else None,
         access_filter=raw["access"].get("filter"), allowed_groups=tuple(raw["access"]["allowedGroups"]),
         homes_path=homes, create_homes=raw["homes"]["createOnLogin"], public_key_attribute=raw["ssh"]["publicKeyAttribute"], root_login=raw["ssh"]["rootLogin"],
         extra_sssd_conf=tuple((k, v) for k, v in raw["extraSssdConf"].items()),
         admin_groups=tuple(raw["adminGroups"]["administrators"]), operator_groups=tuple(raw["adminGroups"]["operators"]),
-        ldap_schema="ad" if raw["kind"] == "ad" else raw.get("ldapSchema", "rfc2307bis"),
+        ldap_schema=_ldap_schema(raw),
         override_shell=raw["shell"].get("override"), shell_fallback=raw["shell"]["fallback"],
     )
+
+
+# sssd's ldap_schema for kind ldap when the spec names none. Kept here, not as the schema's `default`:
+# the default depends on directory.kind (Active Directory is read with sssd's own `ad` schema), and
+# _checks/directory.py refuses ldapSchema with kind ad, which a schema default would always trip.
+DEFAULT_LDAP_SCHEMA = "rfc2307bis"
+
+
+def _ldap_schema(raw: dict[str, Any]) -> str:
+    return "ad" if raw["kind"] == "ad" else str(raw.get("ldapSchema", DEFAULT_LDAP_SCHEMA))
 
 
 def _database(db: dict[str, Any]) -> Database:
@@ -435,6 +452,7 @@ def _secrets(d: dict[str, Any]) -> Secrets:
 
 # Automatic backups of a PERSISTENT file system unless the spec says otherwise: one `rm -rf` or a
 # lost storage server would otherwise take everything. SCRATCH types have none (FSx refuses them).
+# Kept here, not as the schema's `default`: it depends on storage.fsx.deploymentType.
 DEFAULT_BACKUP_DAYS = 7
 
 
@@ -465,8 +483,8 @@ def _storage(raw: dict[str, Any]) -> Storage:
             dynamic["perUnitStorageThroughput"] = str(dyn["perUnitStorageThroughput"])
     return Storage(
         fsx=Fsx(enabled=fsx["enabled"], mode=fsx["mode"], claim_name=fsx["claimName"], mount_path=fsx["mountPath"],
-                size_gib=fsx.get("sizeGiB", 1200), zone=fsx.get("zone"), deployment_type=fsx["deploymentType"],
-                csi_driver=fsx["csiDriver"], dynamic=pairs(dynamic), static=pairs(fsx.get("static", {}))),
+                size_gib=fsx.get("sizeGiB"), zone=fsx.get("zone"), deployment_type=fsx["deploymentType"],
+                csi_driver=fsx["csiDriver"], dynamic=pairs(dynamic), static=pairs(fsx["static"]) if "static" in fsx else ()),
         shm_enabled=raw["shm"]["enabled"], shm_size_limit=raw["shm"]["sizeLimit"],
     )
 
@@ -475,6 +493,7 @@ def _compute(d: dict[str, Any]) -> Compute:
     c = d["compute"]
     eks = d["aws"]["eksClusterName"]
     return Compute(
+        # Derived from aws.eksClusterName, so not schema defaults (the schema's descriptions name them).
         node_role=c.get("nodeRole", f"KarpenterNodeRole-{eks}"), discovery_tag=c.get("discoveryTag", eks),
         ami_family=c["amiFamily"], ami_version=c["amiVersion"], root_volume_size=c["rootVolumeSize"],
         consolidate_after=c["consolidateAfter"], expire_after=c["expireAfter"],
@@ -508,7 +527,8 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
             max_nodes=ns.get("maxNodes"),
             zones=tuple(ns.get("zones", d["compute"]["zones"])), own_zones="zones" in ns,
             capacity_reservation=None if reservation is None else CapacityReservation(
-                ids=tuple(reservation.get("ids", ())), tags=pairs(reservation.get("tags", {}))),
+                ids=tuple(reservation["ids"]) if "ids" in reservation else (),
+                tags=pairs(reservation["tags"]) if "tags" in reservation else ()),
             scaling_mode=ns["scalingMode"],
             autoscale=_autoscale(ns.get("autoscale")),
             include_in_all=include_in_all(ns),
@@ -564,6 +584,7 @@ def _build(source: str, d: dict[str, Any]) -> ClusterSpec:
             "storage_class_name": d["monitoring"]["kubePrometheusStack"]["storageClassName"],
             "storage_size": d["monitoring"]["kubePrometheusStack"]["storageSize"]}),
         metrics=Metrics(enabled=d["metrics"]["enabled"],
+                        # Unset: on when this spec installs kube-prometheus-stack (a derived default, not the schema's).
                         service_monitor=ServiceMonitor(enabled=sm.get("enabled", d["monitoring"]["kubePrometheusStack"]["enabled"]), labels=pairs(sm["labels"]),
                                                        interval=sm["interval"], scrape_timeout=sm["scrapeTimeout"])),
     )

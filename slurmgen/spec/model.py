@@ -2,6 +2,12 @@
 
 Everything here is already validated and defaulted; charts never see raw YAML. Mappings are kept
 as tuples of pairs so the model is hashable and cannot be mutated by a chart by accident.
+
+No field of the spec's model has a default: a value the spec leaves out is the schema's `default`
+(cluster.schema.json, applied by the loader) or, where it depends on other fields, computed by the
+loader, so each default is written in one place (tests/test_spec_defaults.py holds to that). Only
+Toleration keeps defaults: the plan builds tolerations of its own, and its fields are Kubernetes'
+optional ones, not spec defaults.
 """
 
 from __future__ import annotations
@@ -48,8 +54,8 @@ class Toleration:
 class Placement:
     """Where a group of pods may run: the nodeSelector labels and the taints they tolerate."""
 
-    node_selector: Pairs = ()
-    tolerations: tuple[Toleration, ...] = ()
+    node_selector: Pairs
+    tolerations: tuple[Toleration, ...]
 
     def pod_spec(self) -> dict[str, object]:
         """The fragment of a PodSpec that pins pods to this placement (empty keys left out)."""
@@ -63,15 +69,12 @@ class Placement:
 
 @dataclass(frozen=True, kw_only=True)
 class AwsIdentity:
-    """How the controllers that call AWS get their IAM role (aws.identity); see slurmgen/plan/identity.py.
-
-    The spec's model repeats no default of the schema: a value the spec leaves out is the schema's
-    `default` (cluster.schema.json, applied by the loader), so it is written in one place."""
+    """How the controllers that call AWS get their IAM role (aws.identity); see slurmgen/plan/identity.py."""
 
     mode: str  # podIdentity | irsa
-    fsx_csi_controller: str | None = None  # role ARNs
-    external_secrets: str | None = None
-    keda: str | None = None
+    fsx_csi_controller: str | None  # role ARNs
+    external_secrets: str | None
+    keda: str | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +82,7 @@ class AwsSettings:
     region: str
     eks_cluster_name: str
     kubernetes_version: str
-    account_id: str | None = None
+    account_id: str | None
     identity: AwsIdentity
 
 
@@ -107,7 +110,7 @@ class Images:
     registry: str
     tag: str
     sidecar: str
-    overrides: Pairs = ()
+    overrides: Pairs
 
     def for_component(self, component: str, override: str | None = None) -> str:
         """Image of one Slurm component: a per-use override, a per-component override, or registry/component:tag."""
@@ -146,10 +149,10 @@ class Partition:
     default: bool
     max_time: str
     priority_tier: int
-    extra_config: Pairs = ()
-    all_nodesets: bool = False  # the spec said [ALL]; written as the resolved list, never Nodes=ALL
-    allow_qos: tuple[str, ...] = ()
-    topology: str | None = None  # topology.yaml name (Topology=); None when topology is off
+    extra_config: Pairs
+    all_nodesets: bool  # the spec said [ALL]; written as the resolved list, never Nodes=ALL
+    allow_qos: tuple[str, ...]
+    topology: str | None  # topology.yaml name (Topology=); None when topology is off
 
     def config_tokens(self, derived: tuple[str, ...] = ()) -> list[str]:
         """Partition parameters after Nodes=, in a fixed order; `derived` come from the generator."""
@@ -195,8 +198,8 @@ class TopologySpec:
 class CapacityReservation:
     """ODCR / Capacity Block selection: by ids, or by tags."""
 
-    ids: tuple[str, ...] = ()
-    tags: Pairs = ()
+    ids: tuple[str, ...]
+    tags: Pairs
 
 
 @dataclass(frozen=True)
@@ -220,16 +223,16 @@ class NodeSetSpec:
     capacity_type: str
     features: tuple[str, ...]
     image: str
-    extra_slurmd_conf: Pairs = ()
-    max_nodes: int | None = None
-    zones: tuple[str, ...] = ()  # resolved: the nodeset's own, else compute.zones
+    extra_slurmd_conf: Pairs
+    max_nodes: int | None
+    zones: tuple[str, ...]  # resolved: the nodeset's own, else compute.zones
     own_zones: bool  # zones written on the nodeset itself: kept even when FSx pins compute.zones
-    capacity_reservation: CapacityReservation | None = None
+    capacity_reservation: CapacityReservation | None
     scaling_mode: str
-    autoscale: Autoscale | None = None
+    autoscale: Autoscale | None
     include_in_all: bool  # resolved: spot and autoscaled nodesets default to False
     allow_mixed_types: bool
-    placement_group: str | None = None  # name or pg-id of an existing cluster placement group
+    placement_group: str | None  # name or pg-id of an existing cluster placement group
 
     @property
     def instance_type(self) -> str:
@@ -260,7 +263,7 @@ class Compute:
     reserve_percent: int
     nvidia_device_plugin: bool
     efa_device_plugin: bool
-    neuron_installed_separately: bool = False  # opt-out: the Neuron device plugin is not ours to deploy
+    neuron_installed_separately: bool  # opt-out: the Neuron device plugin is not ours to deploy
 
     @property
     def ami_alias(self) -> str:
@@ -275,7 +278,7 @@ class LoginService:
     scheme: str
     source_ranges: tuple[str, ...]
     allow_public_ssh: bool
-    subnets: tuple[str, ...] = ()
+    subnets: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -318,10 +321,10 @@ class Directory:
     public_key_attribute: str
     root_login: bool
     extra_sssd_conf: Pairs
-    admin_groups: tuple[str, ...] = ()  # members: AdminLevel=Administrator (resolved by the accounts Job)
-    operator_groups: tuple[str, ...] = ()  # members: AdminLevel=Operator
+    admin_groups: tuple[str, ...]  # members: AdminLevel=Administrator (resolved by the accounts Job)
+    operator_groups: tuple[str, ...]  # members: AdminLevel=Operator
     ldap_schema: str  # sssd ldap_schema: rfc2307bis | rfc2307 (kind ldap) | ad
-    override_shell: str | None = None  # every directory user's shell
+    override_shell: str | None  # every directory user's shell
     shell_fallback: str  # for a loginShell the image lacks
 
 
@@ -333,12 +336,12 @@ class Fsx:
     mode: str
     claim_name: str
     mount_path: str
-    size_gib: int
+    size_gib: int | None  # required when enabled (spec/_checks/aws.py fsx_settings); None when FSx is off
     zone: str | None
     deployment_type: str
     csi_driver: str
-    dynamic: Pairs = ()   # StorageClass parameters, as strings
-    static: Pairs = ()    # fileSystemId, dnsName, mountName
+    dynamic: Pairs  # StorageClass parameters, as strings
+    static: Pairs  # fileSystemId, dnsName, mountName
 
     @property
     def can_grow(self) -> bool:
@@ -383,7 +386,7 @@ class Database:
     user: str
     password_secret: SecretKeyRef
     in_cluster: MariaDbSettings
-    tls_ca: SecretKeyRef | None = None  # external only: ConfigMap name/key of the CA bundle
+    tls_ca: SecretKeyRef | None  # external only: ConfigMap name/key of the CA bundle
     password_revision: int  # bumped by hand after a rotation; rolls slurmdbd
 
     @property
@@ -403,8 +406,8 @@ class Secrets:
     mode: str  # external-secrets | precreated
     slurm_key: SecretKeyRef
     jwt_key: SecretKeyRef
-    aws_region: str | None = None  # set when values come from AWS Secrets Manager
-    aws_prefix: str | None = None
+    aws_region: str | None  # set when values come from AWS Secrets Manager
+    aws_prefix: str | None
 
     @property
     def generated(self) -> bool:
@@ -429,16 +432,16 @@ class Metrics:
 class Qos:
     name: str
     priority: int
-    description: str | None = None
-    preempt: tuple[str, ...] = ()
-    preempt_mode: str | None = None
-    grace_time_seconds: int | None = None
-    usage_factor: float | None = None
-    max_tres_per_user: Pairs = ()
-    max_tres_per_job: Pairs = ()
-    grp_tres: Pairs = ()
-    max_wall_duration_per_job: str | None = None
-    flags: tuple[str, ...] = ()
+    description: str | None
+    preempt: tuple[str, ...]
+    preempt_mode: str | None
+    grace_time_seconds: int | None
+    usage_factor: float | None
+    max_tres_per_user: Pairs
+    max_tres_per_job: Pairs
+    grp_tres: Pairs
+    max_wall_duration_per_job: str | None
+    flags: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -446,21 +449,21 @@ class PolicyAccount:
     name: str
     parent: str
     fairshare: int
-    description: str | None = None
-    organization: str | None = None
-    qos: tuple[str, ...] = ()
-    default_qos: str | None = None
-    grp_tres: Pairs = ()
-    max_tres_per_job: Pairs = ()
+    description: str | None
+    organization: str | None
+    qos: tuple[str, ...]
+    default_qos: str | None
+    grp_tres: Pairs
+    max_tres_per_job: Pairs
 
 
 @dataclass(frozen=True)
 class PolicyUser:
     name: str
     default_account: str
-    accounts: tuple[str, ...] = ()
-    admin_level: str | None = None
-    fairshare: int = 1
+    accounts: tuple[str, ...]
+    admin_level: str | None
+    fairshare: int
 
 
 @dataclass(frozen=True)
@@ -490,9 +493,9 @@ class Bridge:
     namespaces: tuple[str, ...]
     partition: str
     nodesets: tuple[str, ...]  # resolved: the partition's nodesets
-    account: str | None = None
-    qos: str | None = None
-    labeler_image: str = ""
+    account: str | None
+    qos: str | None
+    labeler_image: str
 
 
 @dataclass(frozen=True)
@@ -521,11 +524,11 @@ class ClusterSpec:
     metrics: Metrics
     storage: Storage
     kube_prometheus_stack: KubePrometheusStack
-    policy: Policy | None = None
-    topology: TopologySpec | None = None
-    directory: Directory | None = None  # absent: only root logs in
-    prometheus_address: str | None = None  # where KEDA reads Slurm metrics
-    bridge: Bridge | None = None  # absent: no Kubernetes workload is scheduled by Slurm
+    policy: Policy | None
+    topology: TopologySpec | None
+    directory: Directory | None  # absent: only root logs in
+    prometheus_address: str | None  # where KEDA reads Slurm metrics
+    bridge: Bridge | None  # absent: no Kubernetes workload is scheduled by Slurm
 
     def bridged(self, nodeset: str) -> bool:
         """True when slurm-bridge may place Kubernetes pods on this nodeset's nodes."""

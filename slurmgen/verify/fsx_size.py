@@ -78,7 +78,7 @@ def why(spec: ClusterSpec, was: int) -> str | None:
     """What is wrong with going from a claim of `was` GiB to the spec's size, or None."""
     fsx = spec.storage.fsx
     now = fsx.size_gib
-    if now == was:
+    if now is None or now == was:  # None: FSx is off, so there is no claim to judge
         return None
     if now < was:
         return (f"{now} GiB is less than the {was} GiB of the claim {spec.namespace}/{fsx.claim_name}: an FSx for "

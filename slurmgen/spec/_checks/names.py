@@ -30,7 +30,7 @@ def include_in_all(ns: dict[str, Any]) -> bool:
     """
     if "includeInAll" in ns:
         return bool(ns["includeInAll"])
-    return ns.get("capacityType", "on-demand") != "spot" and ns.get("autoscale") is None
+    return ns["capacityType"] != "spot" and ns.get("autoscale") is None
 
 
 def _unknown_references(spec: dict[str, Any]) -> Iterator[tuple[int, int, str]]:

@@ -38,6 +38,7 @@ class Program:
 KUBERNETES_VERSION = "v1.34.4"
 ARGOCD_VERSION = "v3.3.0"
 HELM_VERSION = "v3.19.4"
+HELM_CLIENT_GO_MINOR = "34"  # k8s.io/client-go v0.34.x in rehearse/upstream/helm/go.mod
 
 
 def _kubernetes_stamp() -> tuple[tuple[str, str], ...]:
@@ -60,8 +61,13 @@ PROGRAMS = {
     # the stamps of Argo CD's Makefile (LDFLAGS) and of helm's (internal/version)
     "argocd": Program("argocd", "./cmd/argocd", (("github.com/argoproj/argo-cd/v3/common.version", ARGOCD_VERSION[1:]),
                                                  ("github.com/argoproj/argo-cd/v3/common.gitTreeState", "clean"))),
-    "helm": Program("helm", "helm.sh/helm/v3/cmd/helm", (("helm.sh/helm/v3/internal/version.version", HELM_VERSION),
-                                                         ("helm.sh/helm/v3/internal/version.gitTreeState", "clean"))),
+    # helm's Makefile also stamps the Kubernetes version its client-go is (v0.34 -> 1.34), its default
+    # for charts' kubeVersion when no --kube-version is given
+    "helm": Program("helm", "helm.sh/helm/v3/cmd/helm", (
+        ("helm.sh/helm/v3/internal/version.version", HELM_VERSION),
+        ("helm.sh/helm/v3/internal/version.gitTreeState", "clean"),
+        *((f"helm.sh/helm/v3/pkg/{pkg}.k8sVersion{part}", value) for pkg in ("chartutil", "lint/rules")
+          for part, value in (("Major", "1"), ("Minor", HELM_CLIENT_GO_MINOR))))),
 }
 #: what the first stage (the API server's dry-run) needs; the sync stage needs every program
 API_SERVER = ("etcd", "kube-apiserver", "rehearse-keys")

@@ -63,7 +63,9 @@ class Repository:
 
     def commit(self, message: str) -> str:
         """Commit the work tree as it is and push it; the new revision."""
-        self._git("add", "--all", ".")
+        # --force: a chart source's own .gitignore (kube-prometheus-stack ignores charts/*) must not
+        # keep its subcharts out, as the published archive holds them
+        self._git("add", "--all", "--force", ".")
         self._git("commit", "--quiet", "--allow-empty", "-m", message)
         self._git("push", "--quiet", "--force", "origin", BRANCH)
         return self._git("rev-parse", "HEAD")

@@ -52,7 +52,7 @@ class AppRecord:
     name: str
     wave: int
     created: datetime | None = None
-    healthy_at: datetime | None = None  # status.health.lastTransitionTime once Healthy
+    healthy_at: datetime | None = None  # the earliest status.health.lastTransitionTime seen while Healthy
     seen_healthy: float | None = None  # seconds since the stage began, when first seen Synced and Healthy
 
 
@@ -130,12 +130,14 @@ def converge(client: ApiClient, expected: set[str], revision: str, started: floa
             record = records.setdefault(name, AppRecord(name, _wave(app)))
             record.created = _time(app["metadata"].get("creationTimestamp"))
             sync, health, rev, phase = _app_state(app)
+            if health == "Healthy":  # the first time it was: what the root's next wave waited for
+                since = _time(((app.get("status") or {}).get("health") or {}).get("lastTransitionTime"))
+                if since is not None and (record.healthy_at is None or since < record.healthy_at):
+                    record.healthy_at = since
             if sync == "Synced" and health == "Healthy" and rev == revision and phase in ("Succeeded", ""):
                 done.add(name)
                 if record.seen_healthy is None:
                     record.seen_healthy = time.monotonic() - started
-                    record.healthy_at = _time(((app.get("status") or {}).get("health") or {}).get(
-                        "lastTransitionTime"))
         waiting = sorted(expected - done)
         if not waiting:
             return
@@ -195,6 +197,27 @@ def check_hooks(client: ApiClient, objects: list[TreeObject]) -> tuple[list[str]
                                 f"Sync hook {hook.name} completed at {done:%H:%M:%S}")
         made.append(f"PostSync {obj.name} after {len(sync_hooks)} Sync hook(s)")
     return made, problems
+
+
+def check_crds_first(client: ApiClient, objects: list[TreeObject]) -> tuple[str, list[str]]:
+    """Every custom resource of the tree was created no earlier than the CRD that defines its kind
+    (API server clock, to the second): the waves put CRDs first. (the check made, problems)."""
+    defined_by = {(c["spec"]["group"], c["spec"]["names"]["kind"]): c for c in _list(client, crds.CRDS_PATH)}
+    path = _object_path(client)
+    problems, checked = [], 0
+    for obj in objects:
+        crd = defined_by.get(obj.group_kind)
+        if crd is None or obj.group_kind[0] in PREREQUISITE_GROUPS:
+            continue
+        live = client.get(path(obj) or "")
+        if not live.ok:
+            continue  # a hook deleted after it ran, or an object the second rendering dropped
+        checked += 1
+        made, defined = _time(live.body["metadata"]["creationTimestamp"]), _time(crd["metadata"]["creationTimestamp"])
+        if made is not None and defined is not None and made < defined:
+            problems.append(f"{obj.label} was created at {made:%H:%M:%S}, before its CRD {crd['metadata']['name']} "
+                            f"at {defined:%H:%M:%S}")
+    return f"CRDs before the {checked} custom resources that need them", problems
 
 
 def _guarded(obj: TreeObject) -> bool:
@@ -284,8 +307,9 @@ def rehearse_cluster(bin_dir: Path, tree: Path, locator: ChartLocator, say, chan
             converge(client, expected, revision, started, say, records, alive)
             problems = check_waves(records, root)
             made, hook_problems = check_hooks(client, objects)
-            problems += hook_problems
-            outcome.checks += [f"waves in order ({len({r.wave for r in records.values()})} waves)", *made]
+            crd_check, crd_problems = check_crds_first(client, objects)
+            problems += hook_problems + crd_problems
+            outcome.checks += [f"waves in order ({len({r.wave for r in records.values()})} waves)", crd_check, *made]
             if change is not None:
                 problems += _second_revision(client, repo, tree, change, locator, outcome, started, say, objects,
                                              alive)

@@ -105,6 +105,9 @@ def test_each_program_is_built_from_the_module_that_pins_its_upstream_at_the_ver
         gomod = (build.UPSTREAM / module / "go.mod").read_text()
         assert re.search(rf"^(\s+|require ){re.escape(path)} {re.escape(version)}( //.*)?$", gomod, re.M), module
         assert f"{path}" in docs and version in docs, (module, version)
+    # AND helm's Kubernetes stamp is the minor of the client-go it links, as helm's Makefile sets it
+    client_go = re.search(r"^\s+k8s\.io/client-go v0\.(\d+)\.", (build.UPSTREAM / "helm" / "go.mod").read_text(), re.M)
+    assert client_go is not None and client_go.group(1) == build.HELM_CLIENT_GO_MINOR
     # AND a program named by package path is a `tool` of its module (go mod tidy keeps what it needs)
     for name, program in build.PROGRAMS.items():
         if not program.package.startswith("./"):

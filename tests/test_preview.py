@@ -793,8 +793,11 @@ def test_cli_preview_prints_each_chart_once_and_a_closing_fix_for_its_settings(t
 @pytest.mark.parametrize("template, what", [
     ('{{- range until 6000 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: "x{{ . }}"}\n{{- end }}\n',
      "in 6001 document(s)"),
+    # one huge document: Helm's copies of it reach the 2 GiB bound, or (when Go's collector keeps up, as
+    # on an idle machine or a busy one, by turns) the render ends and its 39 MB are refused by size
     ('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: "{{ repeat 40000000 "y" }}"}\n',
-     "does not render within the preview's bounds (2048 MiB of memory, 300 s)"),
+     ("does not render within the preview's bounds (2048 MiB of memory, 300 s)",
+      "renders 39062 KiB in uncounted document(s), past the preview's bounds (32 MiB")),
     ('{{- range until 100000000 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: "x{{ . }}"}\n{{- end }}\n',
      "does not render within the preview's bounds (2048 MiB of memory, 300 s)"),
 ])
@@ -811,4 +814,5 @@ def test_a_render_past_the_bounds_is_refused_before_it_is_parsed(tmp_path, templ
     # here
     with pytest.raises(RenderTooLarge) as err:
         render(source, tmp_path, [])
-    assert what in str(err.value) and "the preview's bounds" in str(err.value)
+    assert any(w in str(err.value) for w in ((what,) if isinstance(what, str) else what)), str(err.value)
+    assert "the preview's bounds" in str(err.value)

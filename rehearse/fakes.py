@@ -6,7 +6,8 @@ kwok for kubelets), but not the operators of these kinds: their pods are kwok po
 code. So this writer stands in for them. It writes, once per generation, the status each operator
 writes when its object is ready, in the fields Argo CD's health check reads (Argo CD's
 resource_customizations, or the tree's own argocd-cm checks for Slinky's kinds). Every kind it
-fakes is in FAKED, and the rehearsal prints which of them it touched.
+fakes is in FAKED, and the rehearsal prints which of them it touched. It also provisions the volume
+of a claim whose StorageClass names a CSI driver, as that driver's provisioner would.
 """
 
 from __future__ import annotations
@@ -133,6 +134,43 @@ class StatusWriter:
                     self.write(fake)
                 except OSError as exc:  # the API server going away at the end
                     self.errors.append(f"{fake.kind}: {exc}")
+            try:
+                self.provision()
+            except OSError as exc:
+                self.errors.append(f"PersistentVolume: {exc}")
+
+    def provision(self) -> None:
+        """What a CSI driver's external-provisioner does (the FSx and EBS drivers' pods are kwok pods):
+        for each Pending claim of a StorageClass that binds at once, a PersistentVolume of that class,
+        size and access modes, bound to it; kube-controller-manager's binder then binds the claim.
+        A WaitForFirstConsumer class waits for the scheduler's selected-node, as the real one does."""
+        classes = {c["metadata"]["name"]: c for c in self._client.get("/apis/storage.k8s.io/v1/storageclasses").body
+                   .get("items") or []}
+        for claim in self._client.get("/api/v1/persistentvolumeclaims").body.get("items") or []:
+            meta, spec = claim["metadata"], claim["spec"]
+            cls = classes.get(spec.get("storageClassName") or "")
+            if (claim.get("status") or {}).get("phase") != "Pending" or spec.get("volumeName") or cls is None \
+                    or meta["uid"] in self._written:
+                continue
+            if cls.get("volumeBindingMode") == "WaitForFirstConsumer" and \
+                    "volume.kubernetes.io/selected-node" not in (meta.get("annotations") or {}):
+                continue
+            volume = {"apiVersion": "v1", "kind": "PersistentVolume",
+                      "metadata": {"name": f"pvc-{meta['uid']}",
+                                   "annotations": {"pv.kubernetes.io/provisioned-by": cls["provisioner"]}},
+                      "spec": {"capacity": {"storage": spec["resources"]["requests"]["storage"]},
+                               "accessModes": spec["accessModes"], "storageClassName": cls["metadata"]["name"],
+                               "persistentVolumeReclaimPolicy": cls.get("reclaimPolicy", "Delete"),
+                               "volumeMode": spec.get("volumeMode", "Filesystem"),
+                               "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                            "namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
+                               "csi": {"driver": cls["provisioner"], "volumeHandle": f"rehearsal-{meta['uid']}"}}}
+            reply = self._client.request("POST", "/api/v1/persistentvolumes", volume)
+            if not reply.ok and reply.status != 409:
+                self.errors.append(f"PersistentVolume for {meta['namespace']}/{meta['name']}: {reply.message}")
+                continue
+            self._written[meta["uid"]] = "provisioned"
+            self.touched["PersistentVolume (provisioned)"] = self.touched.get("PersistentVolume (provisioned)", 0) + 1
 
     def write(self, fake: Fake) -> None:
         """Write the status of every object of `fake`'s kind that lacks it for its generation."""

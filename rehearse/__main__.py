@@ -100,6 +100,8 @@ def sync_cluster(bin_dir: Path, folder: Path, locator, vendored: list[crds.Crd],
     lines = [f"  {name}: rewritten for loopback: {line}" for line in result.rewrites.lines]
     lines += [f"  {name}: added to a plain Argo CD install: {line}" for line in result.settings]
     lines += [f"  {name}: not played: {line}" for line in result.rewrites.left_out]
+    if result.timeline:
+        lines.append(f"  {name}: timeline: {result.timeline}")
     return [*lines, sync_line(name, "{accepted}", result)], True
 
 

@@ -66,6 +66,7 @@ class SyncOutcome:
     rewrites: gitrepo.Rewrites = field(default_factory=gitrepo.Rewrites)
     checks: list[str] = field(default_factory=list)
     settings: list[str] = field(default_factory=list)  # what the rehearsal adds to a plain Argo CD install
+    timeline: str = ""
     nodes: int = 0
     seconds: float = 0.0
 
@@ -164,6 +165,26 @@ def check_waves(records: dict[str, AppRecord], root: str) -> list[str]:
                 problems.append(f"{late.name} (wave {late.wave}) was created at {late.created:%H:%M:%S}, before "
                                 f"{early.name} (wave {early.wave}) was Healthy at {early.healthy_at:%H:%M:%S}")
     return problems
+
+
+def timeline(records: dict[str, AppRecord], root: str) -> str:
+    """When each wave of the root's children was applied and was Healthy, in seconds after the root
+    was created (the API server's clock, to the second)."""
+    start = records[root].created if root in records else None
+    waves: dict[int, list[AppRecord]] = {}
+    for record in records.values():
+        if record.name != root:
+            waves.setdefault(record.wave, []).append(record)
+    if start is None:
+        return ""
+    parts = []
+    for wave, members in sorted(waves.items()):
+        created = [r.created for r in members if r.created]
+        healthy = [r.healthy_at for r in members if r.healthy_at]
+        if created and healthy:
+            parts.append(f"wave {wave} applied +{(min(created) - start).total_seconds():.0f}s, "
+                         f"Healthy +{(max(healthy) - start).total_seconds():.0f}s")
+    return "; ".join(parts)
 
 
 def _list(client: ApiClient, path: str) -> list[dict[str, Any]]:
@@ -306,6 +327,7 @@ def rehearse_cluster(bin_dir: Path, tree: Path, locator: ChartLocator, say, chan
             records: dict[str, AppRecord] = {}
             converge(client, expected, revision, started, say, records, alive)
             problems = check_waves(records, root)
+            outcome.timeline = timeline(records, root)
             made, hook_problems = check_hooks(client, objects)
             crd_check, crd_problems = check_crds_first(client, objects)
             problems += hook_problems + crd_problems

@@ -207,6 +207,12 @@ def test_a_wave_applied_before_the_previous_one_was_healthy_is_named():
     assert problem.startswith("c-slurm (wave 0) was created at 00:00:03, before c-crds (wave -30) was Healthy")
 
 
+def test_the_timeline_gives_each_wave_applied_and_healthy_after_the_root():
+    records = {"c-root": sync.AppRecord("c-root", 0, _at(0)), "a": sync.AppRecord("a", -30, _at(2), _at(20)),
+               "b": sync.AppRecord("b", -30, _at(3), _at(25)), "c": sync.AppRecord("c", 0, _at(27), _at(40))}
+    assert sync.timeline(records, "c-root") == "wave -30 applied +2s, Healthy +25s; wave 0 applied +27s, Healthy +40s"
+
+
 def test_the_faked_nodeset_status_is_what_the_trees_own_health_check_calls_healthy():
     # GIVEN a NodeSet of 4 replicas at generation 3, and the status the writer fakes for it
     obj = {"apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
@@ -227,3 +233,52 @@ def test_the_faked_nodeset_status_is_what_the_trees_own_health_check_calls_healt
         status = other.status({"metadata": {"name": "x", "generation": 2}, "spec": {}})
         assert status.get("conditions", [{}])[0].get("observedGeneration", 2) == 2
         assert status.get("conditions") or status.get("loadBalancer") or other.kind in ("NodeSet", "LoginSet")
+
+
+class _Client:
+    """Answers the two lists the provisioner reads, and records what it creates."""
+
+    def __init__(self, classes: list[dict], claims: list[dict]) -> None:
+        self.lists = {"/apis/storage.k8s.io/v1/storageclasses": classes, "/api/v1/persistentvolumeclaims": claims}
+        self.created: list[dict] = []
+
+    def get(self, path: str):
+        from rehearse.client import Reply
+
+        return Reply(200, {"items": self.lists[path]})
+
+    def request(self, method: str, path: str, body=None, **_kw):
+        from rehearse.client import Reply
+
+        assert (method, path) == ("POST", "/api/v1/persistentvolumes")
+        self.created.append(body)
+        return Reply(201, body)
+
+
+def _claim(name: str, cls: str, annotations: dict | None = None) -> dict:
+    return {"metadata": {"name": name, "namespace": "slurm", "uid": f"uid-{name}", "annotations": annotations or {}},
+            "spec": {"storageClassName": cls, "accessModes": ["ReadWriteMany"],
+                     "resources": {"requests": {"storage": "4800Gi"}}},
+            "status": {"phase": "Pending"}}
+
+
+def test_a_pending_claim_gets_the_volume_its_csi_driver_would_provision():
+    # GIVEN an FSx class that binds at once, an EBS class that waits for a consumer, and a claim of each
+    classes = [{"metadata": {"name": "fsx"}, "provisioner": "fsx.csi.aws.com", "reclaimPolicy": "Retain"},
+               {"metadata": {"name": "gp3"}, "provisioner": "ebs.csi.aws.com",
+                "volumeBindingMode": "WaitForFirstConsumer"}]
+    client = _Client(classes, [_claim("fsx", "fsx"), _claim("state", "gp3")])
+    writer = fakes.StatusWriter(client)  # type: ignore[arg-type]
+    # WHEN the writer provisions (twice: the second pass changes nothing)
+    writer.provision()
+    writer.provision()
+    # THEN the FSx claim gets one volume of its class, size, modes and reclaim policy, bound to it by uid
+    [volume] = client.created
+    assert volume["spec"]["claimRef"]["uid"] == "uid-fsx" and volume["spec"]["storageClassName"] == "fsx"
+    assert volume["spec"]["capacity"] == {"storage": "4800Gi"} and volume["spec"]["csi"]["driver"] == "fsx.csi.aws.com"
+    assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    # AND the WaitForFirstConsumer claim waits for the scheduler's selected node, as the real provisioner does
+    client.lists["/api/v1/persistentvolumeclaims"] = [_claim("state", "gp3", {"volume.kubernetes.io/selected-node": "n"})]
+    writer.provision()
+    assert [v["spec"]["claimRef"]["name"] for v in client.created] == ["fsx", "state"]
+    assert writer.touched == {"PersistentVolume (provisioned)": 2}

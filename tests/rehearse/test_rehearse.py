@@ -113,6 +113,11 @@ def _processes_mentioning(text: str) -> list[int]:
     return found
 
 
+def _names(pids: list[int]) -> list[str]:
+    """The programs of `pids`, for a failure's message."""
+    return [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace") for pid in pids]
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_an_interrupted_rehearsal_stops_every_process_it_started(signum, dist_tree, bin_dir):
     # GIVEN a rehearsal whose etcd and kube-apiserver are starting
@@ -161,15 +166,18 @@ def test_a_rehearsal_interrupted_while_argo_cd_syncs_stops_every_process_it_star
     run = subprocess.Popen([sys.executable, "-m", "rehearse", "--dist", str(dist_tree), "--cluster", "dev"],
                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     assert run.stderr is not None
-    workdirs = []
+    workdirs, redis = [], ""
     for line in run.stderr:
         if "data in" in line:
             workdirs.append(re.search(r"data in (\S+)\)", line).group(1))
+        if "starting redis-server on" in line:  # redis retitles itself "redis-server 127.0.0.1:PORT"
+            redis = "redis-server " + re.search(r"on (127\.0\.0\.1:\d+)", line).group(1)
         if "Argo CD syncs" in line:
             break
     sync_dir = workdirs[-1]
+    started = _processes_mentioning(sync_dir) + _processes_mentioning(redis)
     # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, redis and Argo CD's two
-    assert len(workdirs) == 2 and len(_processes_mentioning(sync_dir)) == 8
+    assert len(workdirs) == 2 and redis and len(started) == 8, _names(started)
     # WHEN it is interrupted (Ctrl-C)
     run.send_signal(signal.SIGINT)
     rest = run.communicate(timeout=120)[1]
@@ -178,3 +186,4 @@ def test_a_rehearsal_interrupted_while_argo_cd_syncs_stops_every_process_it_star
     for workdir in workdirs:
         assert _processes_mentioning(workdir) == []
         assert not Path(workdir).exists()
+    assert _processes_mentioning(redis) == []

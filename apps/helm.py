@@ -138,7 +138,7 @@ def efa_device_plugin(spec: ClusterSpec, other_taints: tuple[str, ...] = (), poo
         # The chart's image is in the us-west-2 registry (values.yaml v0.5.30): pull from the
         # cluster's own Region, which private subnets reach through their regional ECR endpoints.
         # The tag is the chart's own default (values.yaml v0.5.30: `tag: "v0.5.20"`), written out so
-        # the tree names the whole image it pulls (tests/test_image_pins.py keeps the two equal).
+        # the tree names the whole image it pulls (tests/spec/test_image_pins.py keeps the two equal).
         values={"image": {"repository": f"{eks_addon_registry(spec.aws.region)}/eks/aws-efa-k8s-device-plugin",
                           "tag": EFA_PLUGIN_TAG},
                 "tolerations": COMPUTE_TOLERATIONS + [_exists(key) for key in sorted(other_taints)] + _bridged(spec),

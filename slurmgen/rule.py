@@ -4,7 +4,7 @@ A rule yields (field path, message) findings. `reads` names the top-level spec s
 loader runs it only when those passed the schema (none declared: the whole spec; spec/_checks/ run),
 so a schema error is not echoed by a cross-field rule, while the rules on valid sections still report
 in the same run.
-tests/test_checks.py proves each declaration complete. Rules of every layer (the spec's own, the
+tests/spec/test_checks.py proves each declaration complete. Rules of every layer (the spec's own, the
 instance catalog's, the Region's registry, the model's) are declared the same way.
 """
 

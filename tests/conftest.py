@@ -10,16 +10,18 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: The tests' root: its data folders (data/, cases/, golden/, specs/) serve every stage's tests/<stage>/.
+TESTS = REPO / "tests"
 SHARED = REPO.parent / "shared"
 #: The pinned upstream CRD YAML the vendored schemas are made from: only deep tests read it.
 SHARED_CRDS = SHARED / "crds"
 #: Default values of the pinned Helm charts, vendored for the tests (see its SOURCES.json).
-CHARTS = REPO / "tests" / "data" / "charts"
+CHARTS = TESTS / "data" / "charts"
 #: CI sets it where ../shared exists, so a deep test cannot skip unnoticed there.
 REQUIRE_SHARED = os.environ.get("SLURMGEN_REQUIRE_SHARED") == "1"
 #: The tests' own cluster specs (the shapes of the shipped examples, copied): tests never read the
 #: repository's clusters/ or dist/, which a fork replaces with its own.
-SPECS = REPO / "tests" / "specs"
+SPECS = TESTS / "specs"
 EXAMPLES = sorted(p for p in SPECS.glob("*.yaml") if not p.name.startswith("_"))
 #: The rehearsal's tests (a real kube-apiserver, built with Go) are a suite of their own, not part of
 #: `make test`: `make rehearse-test` sets SLURMGEN_REHEARSE_TESTS=1 to collect them.

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import MINIMAL_SPEC, REPO, running_venv
-from .spec_builder import variant
+from tests.conftest import MINIMAL_SPEC, REPO, running_venv
+from tests.spec_builder import variant
 
 CLI = REPO / "node_modules" / ".bin" / "cdk8s"
 SPEC = MINIMAL_SPEC + "versions: {slurmImageTag: 26.05.1-ubuntu26.04}\n"

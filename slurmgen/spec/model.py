@@ -5,7 +5,7 @@ as tuples of pairs so the model is hashable and cannot be mutated by a chart by 
 
 No field of the spec's model has a default: a value the spec leaves out is the schema's `default`
 (cluster.schema.json, applied by the loader) or, where it depends on other fields, computed by the
-loader, so each default is written in one place (tests/test_spec_defaults.py holds to that). Only
+loader, so each default is written in one place (tests/spec/test_spec_defaults.py holds to that). Only
 Toleration keeps defaults: the plan builds tolerations of its own, and its fields are Kubernetes'
 optional ones, not spec defaults.
 """

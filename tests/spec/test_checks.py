@@ -13,11 +13,12 @@ from slurmgen.spec import _checks, _schema
 from slurmgen.spec._checks import aws
 from slurmgen.spec._yaml import decode, load_yaml
 
-from .conftest import EXAMPLES, MINIMAL_SPEC
-from .conftest import SPECS as SPEC_DIR
-from .spec_builder import spec_data, spec_text
+from tests.conftest import EXAMPLES, MINIMAL_SPEC
+from tests.conftest import SPECS as SPEC_DIR
+from tests.spec_builder import spec_data, spec_text
+from tests.conftest import TESTS
 
-BAD = sorted((Path(__file__).parent / "cases" / "bad").glob("*.yaml"))
+BAD = sorted((TESTS / "cases" / "bad").glob("*.yaml"))
 
 
 def _schema_valid_specs() -> list[tuple[str, dict]]:

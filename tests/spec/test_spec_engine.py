@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-from tests.conftest import MINIMAL_SPEC
+from tests.conftest import MINIMAL_SPEC, REPO
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_checking_a_spec_imports_no_python_jsonschema():

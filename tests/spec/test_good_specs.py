@@ -1,6 +1,6 @@
 """Good input as data: every tests/cases/good/*.yaml loads, and its fields read as its `# expect:` lines say.
 
-The counterpart of tests/test_bad_specs.py for input a stricter reader might wrongly refuse (format in
+The counterpart of tests/spec/test_bad_specs.py for input a stricter reader might wrongly refuse (format in
 tests/cases/good/README.md).
 """
 
@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from slurmgen.spec import parse_text
 from slurmgen.spec._yaml import load_yaml
+from tests.conftest import TESTS
 
-CASES = sorted((Path(__file__).parent / "cases" / "good").glob("*.yaml"))
+CASES = sorted((TESTS / "cases" / "good").glob("*.yaml"))
 _STEP = re.compile(r"\[(\d+)\]|\.?([A-Za-z][A-Za-z0-9]*)")
 
 

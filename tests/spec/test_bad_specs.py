@@ -16,8 +16,9 @@ import yaml
 
 from slurmgen.cli import main
 from slurmgen.write.output import MARKER, MARKER_TEXT, read_tree
+from tests.conftest import TESTS
 
-CASES = sorted((Path(__file__).parent / "cases" / "bad").glob("*.yaml"))
+CASES = sorted((TESTS / "cases" / "bad").glob("*.yaml"))
 
 
 def expected_lines(case: Path) -> list[str]:

@@ -9,7 +9,7 @@ import pytest
 from slurmgen.spec import parse_text
 from slurmgen.spec.errors import SpecError, name_keyed
 
-from .spec_builder import spec_text
+from tests.spec_builder import spec_text
 
 SPEC = {
     "nodesets": [{"name": "cpu"}, {"name": "gpu"}, {"name": "gpu"}, {"replicas": 1}, {"name": 7}, {"name": "12"},

@@ -12,7 +12,7 @@ import pytest
 
 from slurmgen.catalog import generate_prices as gen
 from slurmgen.catalog.pricing import PriceError, load_prices, parse_priced_rows
-from tests.test_summary import spec_text, summary_between
+from tests.review.test_summary import spec_text, summary_between
 
 ONE_PARTITION = "[{name: gpu, nodesets: [gpu]}]"
 

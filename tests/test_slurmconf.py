@@ -361,7 +361,7 @@ def test_turning_topology_off_keeps_topology_yaml_until_the_controller_drops_it_
     assert "slurm/configmap-slurm-topology-conf.yaml" not in head.files
     # THEN the ConfigMap the old Controller names (configFileRefs) is pruned last, so the operator can
     # build slurm.conf at every wave; what is left is the NodeSet h200's own partition line, which still
-    # names tree at wave 2 (turn every partition flat first: tests/test_topology_waves.py)
+    # names tree at wave 2 (turn every partition flat first: tests/verify/test_topology_waves.py)
     lines = Result(clusters=(dataclasses.replace(head, files=dict(head.files)),)).sync_problems(tmp_path)
     assert not [line for line in lines if "cannot build slurm.conf" in line]
     assert [line.split(": ")[0] for line in lines] == ["training/slurm/nodeset-slurm-worker-h200.yaml"]

@@ -15,9 +15,9 @@ import yaml
 
 from slurmgen.cli import main
 from slurmgen.write.output import read_tree
-from tests.conftest import MINIMAL_SPEC
+from tests.conftest import MINIMAL_SPEC, TESTS
 
-CASES = sorted((Path(__file__).parent / "cases" / "output").glob("*.yaml"))
+CASES = sorted((TESTS / "cases" / "output").glob("*.yaml"))
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from slurmgen.review.preview import preview_cluster
 from slurmgen.review.preview.charts import ChartLocator, ChartRender, HelmSource
 from slurmgen.review.preview.proofs import image_problems, placement_problems, project_problems, values_problems
 from tests.spec_builder import spec_text
-from tests.conftest import EXAMPLES, REQUIRE_SHARED, SHARED, need_shared
+from tests.conftest import EXAMPLES, REQUIRE_SHARED, SHARED, TESTS, need_shared
 
 #: the tests' own specs on the command line (a bare `main.py` would read the repository's clusters/)
 SPEC_ARGS = [arg for path in EXAMPLES for arg in ("--spec", str(path))]
@@ -346,7 +346,7 @@ def test_cli_preview_with_no_chart_source_proves_nothing_and_fails(monkeypatch, 
 
 # --- issue 20: proofs that cannot lie ----------------------------------------------------------
 
-DATA = Path(__file__).parent / "data" / "preview"
+DATA = TESTS / "data" / "preview"
 
 
 def render_file(name: str):

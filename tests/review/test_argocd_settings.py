@@ -13,8 +13,9 @@ from slurmgen.synth.build import render
 from slurmgen.cli import main
 from slurmgen.spec import SpecError, parse_text
 from tests.spec_builder import spec_text
+from tests.conftest import TESTS
 
-DATA = Path(__file__).parent / "data" / "argocd"
+DATA = TESTS / "data" / "argocd"
 KEY = "resource.customizations.health.argoproj.io_Application"
 NODESET_KEY = "resource.customizations.health.slinky.slurm.net_NodeSet"
 # The Application check as an earlier slurmgen printed it, without the comment lines it has now.

@@ -15,8 +15,9 @@ import slurmgen.cli as cli
 from slurmgen.cli import main
 from slurmgen.verify import collisions
 from tests.spec_builder import spec_text
+from tests.conftest import REPO, TESTS
 
-CASES = sorted(p for p in (Path(__file__).parent / "cases" / "fleet").iterdir() if p.is_dir())
+CASES = sorted(p for p in (TESTS / "cases" / "fleet").iterdir() if p.is_dir())
 
 
 def directives(case: Path, name: str) -> list[str]:
@@ -68,6 +69,6 @@ def test_specs_outside_clusters_are_not_compared_with_clusters(tmp_path, monkeyp
 
 
 def test_every_row_is_in_the_guarantees():
-    text = (Path(__file__).resolve().parents[1] / "docs" / "guarantees.md").read_text()
+    text = (REPO / "docs" / "guarantees.md").read_text()
     for row in collisions.TABLE:
         assert f"| {row.what} | {row.scope} |" in text, row.what

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from slurmgen.cli import main
-from tests.conftest import MINIMAL_SPEC, REPO, SPECS, assert_golden
+from tests.conftest import MINIMAL_SPEC, REPO, SPECS, TESTS, assert_golden
 from tests.spec_builder import DROP, named, variant
 
-GOLDEN = Path(__file__).parent / "golden" / "summary"
+GOLDEN = TESTS / "golden" / "summary"
 
 L40S = {"name": "l40s", "instanceType": "g6e.12xlarge", "replicas": 2, "features": ["l40s"]}
 INFERENCE = {"name": "inference", "nodesets": ["l40s"]}
@@ -128,7 +128,7 @@ def test_summary_shows_the_effective_slurm_conf_per_entity_and_key(tmp_path, cap
 # -- the headline is true for count, type, GPU-model and architecture changes; cost; one comment --------
 # These cases own their inputs: a spec written here, a site catalog and price table under tests/data/summary.
 
-DATA = Path(__file__).parent / "data" / "summary"
+DATA = TESTS / "data" / "summary"
 
 
 def spec_text(nodesets: str, partitions: str, region: str = "us-east-1") -> str:

@@ -15,10 +15,10 @@ import pytest
 
 from slurmgen.review.picture import CHANGED_ONLY, FULL, NONE, Element, Graph, label_text, mermaid, node_id
 from slurmgen.review.summary import FULL_SUMMARY_AT, fit_comment, full_text, sections
-from tests.conftest import assert_golden
+from tests.conftest import TESTS, assert_golden
 from tests.spec_builder import spec_text
 
-GOLDEN = Path(__file__).parent / "golden" / "picture"
+GOLDEN = TESTS / "golden" / "picture"
 
 BASE = {"nodesets": [{"name": "gpu", "instanceType": "g5.xlarge", "replicas": 2},
                      {"name": "cpu", "instanceType": "m7i.2xlarge", "replicas": 1}],
@@ -205,7 +205,7 @@ def test_a_picture_beyond_its_own_cap_is_not_drawn(trees, monkeypatch, cap, valu
 
 def test_every_example_change_of_the_summary_goldens_is_a_valid_flowchart():
     # GIVEN the summary goldens (the shipped examples' representative changes)
-    for golden in sorted((Path(__file__).parent / "golden" / "summary").glob("*.md")):
+    for golden in sorted((TESTS / "golden" / "summary").glob("*.md")):
         text = golden.read_text()
         for start in [i for i, line in enumerate(text.split("\n")) if line == "```mermaid"]:
             lines = text.split("\n")

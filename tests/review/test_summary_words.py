@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.conftest import REPO, assert_golden
 from tests.spec_builder import named
-from tests.test_summary import GOLDEN, no_chart_source, render_summary, spec_text, summary_between  # noqa: F401
+from tests.review.test_summary import GOLDEN, no_chart_source, render_summary, spec_text, summary_between  # noqa: F401
 
 # -- item 2: policy changes in plain words ----------------------------------------------------------
 

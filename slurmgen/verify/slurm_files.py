@@ -30,7 +30,7 @@ NO_TOPOLOGY_FILE = ("default",)  # topology_g_init without topology.yaml: one co
 # - task-plugin: cgroup.conf constrains cores/RAM/devices but slurm.conf sets no TaskPlugin;
 # - partition-nodes: Controller extraConf partitions (e.g. example `backfill` Nodes=spot) name
 #   NodeSets that only arrive at wave 3, after the Controller (wave 2).
-# The merger empties this set; tests/test_slurmconf.py then expects no problem on the examples.
+# The merger empties this set; tests/slurmconf/test_slurmconf.py then expects no problem on the examples.
 
 HOOK = "argocd.argoproj.io/hook"
 UNIT = "slurm/"  # the Argo CD Application whose objects make slurm.conf

@@ -1,5 +1,5 @@
 """slurm-bridge's objects in the Slurm unit, alone: charts/bridge.py emit_bridge (the labeler's logic and
-the Helm values: tests/test_bridge.py)."""
+the Helm values: tests/synth/test_bridge.py)."""
 
 from __future__ import annotations
 

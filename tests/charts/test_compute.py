@@ -101,7 +101,7 @@ def test_neuron_pool_is_tainted_and_tolerated():
     assert nodeset["template"]["spec"]["tolerations"] == [
         {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}]
     assert nodeset["slurmd"]["resources"]["limits"]["aws.amazon.com/neuron"] == "16"
-    assert "Gres=gpu:16" in nodeset["extraConf"].split()  # gpu/nrt detects and fences them (tests/test_neuron_gres.py)
+    assert "Gres=gpu:16" in nodeset["extraConf"].split()  # gpu/nrt detects and fences them (tests/synth/test_neuron_gres.py)
 
 
 def test_compute_is_pinned_to_the_fsx_zone_and_waits_for_the_fsx_agent():

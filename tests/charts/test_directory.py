@@ -1,6 +1,6 @@
 """The directory (LDAP/AD through sssd) wiring alone: what charts/directory.py gives the Slurm cluster
 chart's login and slurmd pods, and the sssd.conf the secrets chart renders (the sssd.conf text itself:
-tests/test_directory_sssd.py; whole-cluster behaviour: tests/test_directory.py)."""
+tests/charts/test_directory_sssd.py; whole-cluster behaviour: tests/synth/test_directory.py)."""
 
 from __future__ import annotations
 

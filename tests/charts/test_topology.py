@@ -1,4 +1,4 @@
-"""The topology labeler alone: charts/topology.py emit_labeler (the labeler's logic: tests/test_topology.py)."""
+"""The topology labeler alone: charts/topology.py emit_labeler (the labeler's logic: tests/plan/test_topology.py)."""
 
 from __future__ import annotations
 

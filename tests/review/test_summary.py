@@ -345,7 +345,7 @@ def test_workflow_posts_the_capped_comment_and_keeps_the_full_summary():
     assert upload["with"]["path"] == "${{ runner.temp }}/summary-full.md"
 
 
-# -- the price table: packaged from pinned tables (tests/test_prices.py), strict, overridable per site---------
+# -- the price table: packaged from pinned tables (tests/catalog/test_prices.py), strict, overridable per site---------
 
 GO_TABLE = '''package pricing
 

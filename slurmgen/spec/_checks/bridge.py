@@ -9,7 +9,7 @@ from ..model import BRIDGE_USER
 from .names import SYSTEM_NAMESPACES, include_in_all
 
 # Namespaces of the charts this tree installs whatever the spec says (apps/helm.py: cert-manager,
-# External Secrets, KEDA, mariadb-operator); tests/test_bridge.py proves the list covers every
+# External Secrets, KEDA, mariadb-operator); tests/synth/test_bridge.py proves the list covers every
 # namespace an example renders into.
 ADDON_NAMESPACES = ("cert-manager", "external-secrets", "keda", "mariadb-operator")
 

@@ -4,7 +4,6 @@ format in its README.md): the exact slots, and which job sizes Slurm's block pla
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 import yaml
@@ -12,8 +11,9 @@ import yaml
 from charts import topology_labeler as lab
 from tests.block_placement import fits
 from tests.spec_builder import variant
+from tests.conftest import TESTS
 
-CASES = sorted((Path(__file__).parent / "cases" / "blocks").glob("*.yaml"))
+CASES = sorted((TESTS / "cases" / "blocks").glob("*.yaml"))
 
 
 def parse_nodes(text: str) -> list[tuple[str, str | None, str | None]]:
@@ -93,7 +93,7 @@ def test_a_layer_4_domain_label_is_accepted_on_types_labelled_with_four_layers()
     # GIVEN a block partition of p6-b200 nodes (EKS labels four network node layers) grouped by layer 4
     from slurmgen.spec import parse_text
 
-    text = (Path(__file__).parent / "cases" / "bad" / "topology_block_domain_layer_missing.yaml").read_text()
+    text = (TESTS / "cases" / "bad" / "topology_block_domain_layer_missing.yaml").read_text()
     ok = variant(text, nodeset={"instanceType": "p6-b200.48xlarge"})
     # WHEN loaded THEN it is valid, and the labeler groups by that label
     spec = parse_text("t.yaml", ok)

@@ -38,7 +38,7 @@ SOURCES = sorted([*REPO.glob("slurmgen/**/*.py"), *REPO.glob("charts/*.py"), *RE
 def layer(module: str) -> tuple[float, str]:
     prefix = max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len, default=None)
     if prefix is None:
-        raise AssertionError(f"{module}: in no layer of tests/test_layers.py LAYERS: add its package there")
+        raise AssertionError(f"{module}: in no layer of tests/project/test_layers.py LAYERS: add its package there")
     return LAYERS[prefix], prefix
 
 

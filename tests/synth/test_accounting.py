@@ -3,7 +3,6 @@ user's connection limit; the external database's password, TLS and rotation."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 
 from slurmgen.verify import guards
@@ -13,7 +12,6 @@ from slurmgen.spec import parse_text
 from tests.conftest import MINIMAL_SPEC
 from tests.spec_builder import spec_text
 
-FAKE = Path(__file__).parent / "fake_slurm.py"
 JOB = "slurm/job-slurm-accounts-load.yaml"
 C = "slurm-on-eks"  # the example's Slurm cluster name
 CONFIG = "slurm/configmap-slurm-accounts.yaml"

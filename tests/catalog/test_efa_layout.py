@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections import Counter
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +18,9 @@ from slurmgen.catalog.efa_layout import (NETWORK_CARDS_CSV, CardOverride, card_o
 from slurmgen.catalog.generate_network_cards import covered_overrides, extract
 from slurmgen.spec import parse_text
 from slurmgen.verify.schemas import Validator
+from tests.conftest import TESTS
 
-SPEC = Path(__file__).parent / "data" / "efa" / "layouts.yaml"
+SPEC = TESTS / "data" / "efa" / "layouts.yaml"
 EFA = "vpc.amazonaws.com/efa"
 
 

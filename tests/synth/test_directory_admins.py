@@ -17,7 +17,7 @@ from charts import policy
 from slurmgen.run.pipeline import run
 from slurmgen.spec import parse_text
 from tests.spec_builder import variant
-from tests.test_directory import LDAP
+from tests.synth.test_directory import LDAP
 
 POLICY = {"accounting": {"enabled": True}, "policy": {
     "qos": [{"name": "normal", "priority": 1}],

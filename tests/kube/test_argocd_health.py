@@ -17,8 +17,9 @@ from slurmgen.spec import parse_text
 from slurmgen.synth.build import render
 from tests.argocd_lua import run_check
 from tests.spec_builder import spec_text
+from tests.conftest import TESTS
 
-CASES = Path(__file__).parent / "data" / "argocd" / "health"
+CASES = TESTS / "data" / "argocd" / "health"
 SLINKY_KINDS = ("Accounting", "Controller", "RestApi", "LoginSet", "NodeSet")
 
 

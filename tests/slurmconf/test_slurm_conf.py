@@ -216,7 +216,7 @@ def test_slurm_never_schedules_more_cpu_or_memory_than_the_slurmd_pod_requests(r
             assert "cpu" not in spec["slurmd"]["resources"].get("limits", {}), (name, cr)
             if bridged({"spec": spec}):
                 # slurm-bridge's nodes: slurmd asks Kubernetes for itself only, and Slurm's share is
-                # checked against the node in test_bridge.py (the pods Slurm places need the rest free)
+                # checked against the node in tests/charts/test_bridge.py (the pods Slurm places need the rest free)
                 assert requests == BRIDGED_SLURMD_REQUESTS | {k: v for k, v in requests.items() if k == "vpc.amazonaws.com/efa"}
                 continue
             pool_name = spec["template"]["spec"]["nodeSelector"]["karpenter.sh/nodepool"]

@@ -38,7 +38,7 @@ def test_device_plugins_only_where_needed(rendered):
 
 
 def test_slurmd_has_no_cpu_or_memory_limits(rendered):
-    # Slurm's share is written explicitly (CoreSpecCount, RealMemory: tests/test_slurm_conf.py); limits
+    # Slurm's share is written explicitly (CoreSpecCount, RealMemory: tests/slurmconf/test_slurm_conf.py); limits
     # would make the entrypoint add its own, and the operator after v1.2.1 puts an empty Topology=
     # before them (slurm-operator#261)
     nodesets = [(rel, obj) for c in rendered.values() for rel, obj in c.files.items() if obj["kind"] == "NodeSet"]

@@ -16,7 +16,6 @@ Each test builds its spec from tests/data/directory/ldap.yaml, changing only `di
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +24,9 @@ import yaml
 from charts.directory import sssd_conf_template, sssd_conf_text
 from charts.secrets import DEFAULT_SSSD_CONF
 from slurmgen.spec import SpecError, parse_text
+from tests.conftest import TESTS
 
-DATA = Path(__file__).parent / "data"
+DATA = TESTS / "data"
 BASE = DATA / "directory" / "ldap.yaml"
 OPTIONS = DATA / "sssd-options.txt"
 POLICY = {"accounting": {"enabled": True}, "policy": {

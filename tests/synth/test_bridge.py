@@ -26,7 +26,6 @@ from slurmgen.synth.build import render
 from tests.conftest import SPECS
 from tests.spec_builder import spec_text
 
-REPO = Path(__file__).resolve().parent.parent
 APP = "apps/application-training-slurm-bridge.yaml"
 TOLERATION = {"key": "slinky.slurm.net/managed-node", "operator": "Equal", "value": "slurm-bridge-scheduler",
               "effect": "NoExecute"}

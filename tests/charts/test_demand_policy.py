@@ -1,5 +1,5 @@
-"""Autoscaling with the queue (KEDA): the model functions. The charts built alone are checked in
-tests/charts/ (test_autoscaling.py, test_argocd.py, test_compute.py, test_policy.py)."""
+"""Autoscaling with the queue (KEDA): the model functions. The charts built alone are checked beside
+it (test_autoscaling.py, test_argocd.py, test_compute.py, test_policy.py)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ an intended change with SLURMGEN_UPDATE_GOLDEN=1 and review the diff.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,13 +20,13 @@ import yaml
 from charts.directory import COMMON_SESSION_PAM
 from slurmgen.run.pipeline import run
 from slurmgen.spec import parse_text
-from tests.conftest import MINIMAL_SPEC, assert_golden
+from tests.conftest import MINIMAL_SPEC, TESTS, assert_golden
 from tests.spec_builder import Whole, variant
 
-GOLDEN = Path(__file__).parent / "golden" / "directory"
+GOLDEN = TESTS / "golden" / "directory"
 PASSWORD_PLACEHOLDER = "ldap_default_authtok = {{ .bindPassword }}"
 
-DATA = Path(__file__).parent / "data" / "directory"
+DATA = TESTS / "data" / "directory"
 # Both clusters read the bind password from Secrets Manager, so External Secrets has an IAM role
 LDAP = (DATA / "ldap-two-nodesets.yaml").read_text()
 AD = (DATA / "ad.yaml").read_text()

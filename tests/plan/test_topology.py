@@ -6,18 +6,16 @@ The labeler's functions are pure (nodes in, annotation values out), so they are 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import yaml
 
 from charts import topology_labeler as lab
 from charts.slurm_cluster import CONFIG_FILES_HASH
 from slurmgen.spec import parse_text
-from tests.conftest import SPECS, assert_golden
+from tests.conftest import REPO, SPECS, TESTS, assert_golden
 from tests.spec_builder import by_name, variant
 
-GOLDEN = Path(__file__).parent / "golden" / "topology" / "training.yaml"
-REPO = Path(__file__).resolve().parent.parent
+GOLDEN = TESTS / "golden" / "topology" / "training.yaml"
 
 
 def _obj(rendered, path):
@@ -105,7 +103,7 @@ def test_blocks_group_by_domain_and_keep_existing_slots():
     again = lab.assign_blocks([("n9", "y", "p-b2"), ("n5", None, None), ("n6", "y", None)], slots, 2)
     assert again == {"n9": "p-b2", "n6": "p-b2"}
     # AND a domain larger than a block overflows its own slot (Slurm counts every node of a base
-    # block) rather than spreading over slots or leaving nodes out (more cases: test_topology_blocks.py)
+    # block) rather than spreading over slots or leaving nodes out (more cases: tests/charts/test_topology_blocks.py)
     assert set(lab.assign_blocks([(f"m{i}", "z", None) for i in range(7)], slots, 2).items()) == \
         {(f"m{i}", "p-b0") for i in range(7)}
 

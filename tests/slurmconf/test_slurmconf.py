@@ -9,7 +9,6 @@ intended change with SLURMGEN_UPDATE_GOLDEN=1 (and review the diff against the G
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 import yaml
@@ -18,10 +17,10 @@ from slurmgen.cli import main
 from slurmgen.verify import slurm_files as checks
 from slurmgen.verify.slurm_files import blocking, prune_waves, sync_states, wave_problems
 from slurmgen.slurmconf.operator import effective, merged_config, slurmd_conf
-from tests.conftest import EXAMPLES, SPECS, assert_golden
+from tests.conftest import EXAMPLES, SPECS, TESTS, assert_golden
 from tests.spec_builder import DROP, by_name, variant
 
-GOLDEN = Path(__file__).parent / "golden" / "slurmconf"
+GOLDEN = TESTS / "golden" / "slurmconf"
 CLUSTERS = sorted(p.stem for p in EXAMPLES)
 CTL = "slurm/controller-slurm.yaml"
 

@@ -1,7 +1,7 @@
 """issue #15: the directory's bind password from a Secret the site created, and the directory with
 secrets mode precreated (the whole sssd.conf is the site's Secret; `--explain sssd.conf` prints it).
 
-`kref` is the `ldap` cluster of tests/test_directory.py with `bindPassword: {secret: ...}` and no AWS
+`kref` is the `ldap` cluster of tests/synth/test_directory.py with `bindPassword: {secret: ...}` and no AWS
 role; `pre` is the same directory with `secrets.mode: precreated` and no bindPassword. Both are
 rendered and verified (strict CRD schemas: the kubernetes SecretStore against ESO v2.9.0's CRD).
 """
@@ -17,7 +17,7 @@ from slurmgen.cli import main
 from slurmgen.run.pipeline import run
 from slurmgen.spec import parse_text
 from tests.spec_builder import DROP, Whole, variant
-from tests.test_directory import GOLDEN, LDAP, of_kind, sssd_conf
+from tests.synth.test_directory import GOLDEN, LDAP, of_kind, sssd_conf
 
 SM_REF = {"secretsManager": {"name": "corp/ldap/reader", "property": "password"}}  # ldap's own bindPassword
 KREF = variant(LDAP, name="kref", aws={"identity": DROP},

@@ -1,18 +1,19 @@
-"""`python -m rehearse [--cluster NAME ...] [--dist DIR]`: what `make rehearse` runs.
+"""`python -m rehearse [--cluster NAME ...] [--dist DIR] [--stage api|all]`: what `make rehearse` runs.
 
-Builds the pinned upstream programs when missing (rehearse.build), starts etcd and kube-apiserver
-on loopback, installs the vendored CRDs, and plays each dist/<cluster>/ as it is on disk (what you
-commit, not a fresh render). One line per cluster; exit 0 only when the API server accepted every object.
+Builds the pinned upstream programs when missing (rehearse.build), then plays each dist/<cluster>/
+as it is on disk (what you commit, not a fresh render): every object with dry-run on one API
+server (play.py), then, per cluster on a fresh one, Argo CD's sync of it and of a second rendering
+(sync.py). One line per cluster; exit 0 only when everything held.
 """
 
 from __future__ import annotations
 
 import argparse
-from concurrent.futures import ThreadPoolExecutor
 import signal
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml

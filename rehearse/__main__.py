@@ -21,6 +21,7 @@ import yaml
 from slurmgen._input import UnreadableFile
 
 from slurmgen.review.preview import locator_from_env
+from slurmgen.review.preview.charts import HelmSource
 
 from . import build, cluster, crds, play, sync, tree
 from . import change as rehearse_change
@@ -89,6 +90,10 @@ def sync_cluster(bin_dir: Path, folder: Path, locator, vendored: list[crds.Crd],
         say(message if message.startswith(f"{name}:") else f"{name}: {message.strip()}")
 
     said(f"the sync stage (Argo CD {build.ARGOCD_VERSION} on a fresh API server)")
+    missing = charts_missing(folder, locator)
+    if missing:  # no chart at all: the waves after the charts' CRDs could never converge; say so at once
+        return [f"rehearse {name}: FAILED: the sync stage needs the pinned Helm charts and found none of its "
+                f"{missing[0]} ({missing[1]}); {missing[2]}"], False
     try:
         with tempfile.TemporaryDirectory(prefix="slurmgen-rehearse-change-") as work:
             second = None
@@ -104,6 +109,24 @@ def sync_cluster(bin_dir: Path, folder: Path, locator, vendored: list[crds.Crd],
     if result.timeline:
         lines.append(f"  {name}: timeline: {result.timeline}")
     return [*lines, sync_line(name, "{accepted}", result)], True
+
+
+def charts_missing(folder: Path, locator) -> tuple[int, str, str] | None:
+    """When not one chart of the tree's Helm Applications can be found: (how many there are, why the
+    first was not found, the fix); None when one was found, or there are none."""
+    sources = []
+    for path in sorted((folder / "apps").glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        source = HelmSource.of(doc) if isinstance(doc, dict) and doc.get("kind") == "Application" else None
+        if source is not None:
+            sources.append(source)
+    found = [locator.find(source) for source in sources]
+    if not sources or any(f.path is not None for f in found):
+        return None
+    fix = found[0].fix or "let them be pulled (make preview-install, SLURMGEN_CHART_PULL=1)"
+    if locator.chart_dir is None:
+        fix += ", or set SLURMGEN_CHART_DIR to a folder of the charts unpacked (as for --preview)"
+    return len(sources), found[0].why, fix
 
 
 def run(dist: Path, names: list[str], stages: str = "all", change: bool = True, jobs: int = 2) -> int:

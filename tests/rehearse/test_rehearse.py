@@ -187,3 +187,18 @@ def test_a_rehearsal_interrupted_while_argo_cd_syncs_stops_every_process_it_star
         assert _processes_mentioning(workdir) == []
         assert not Path(workdir).exists()
     assert _processes_mentioning(redis) == []
+
+
+def test_without_any_chart_the_sync_stage_says_so_at_once(dist_tree, bin_dir):
+    # GIVEN no chart folder and no pulling
+    env = {**user_cache_env(), "SLURMGEN_CHART_PULL": "0"}
+    env.pop("SLURMGEN_CHART_DIR", None)
+    # WHEN the rehearsal runs both stages
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "rehearse", "--dist", str(dist_tree), "--cluster", "dev"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    # THEN it fails at once (no 15-minute wait for waves that cannot converge), saying what is missing and the fix
+    assert run.returncode == 1
+    line = run.stdout.splitlines()[-1]
+    assert line.startswith("rehearse dev: FAILED: the sync stage needs the pinned Helm charts and found none"), line
+    assert "SLURMGEN_CHART_DIR" in line and time.monotonic() - started < 120

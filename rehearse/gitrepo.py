@@ -7,7 +7,10 @@ prints:
   `sourceRepos` gains it);
 - a Helm Application's chart, whose registry cannot be reached, becomes a path in the repository
   holding the chart unpacked (the folder `SLURMGEN_CHART_DIR` or the preview's cache gives, as
-  `--preview` finds it); one with no chart found is left out of the repository and listed.
+  `--preview` finds it), made what its release publishes (`_chart_into`); one with no chart found
+  is left out of the repository and listed;
+- a remote destination cluster (one Argo CD reaches through its cluster Secret) becomes the
+  rehearsal's API server, in the Applications and the AppProject.
 """
 
 from __future__ import annotations

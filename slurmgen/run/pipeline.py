@@ -371,9 +371,10 @@ def _render_in_pool(specs: Sequence[ClusterSpec], catalog: Mapping[str, Instance
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """End every worker now, also one still starting (ProcessPoolExecutor.terminate_workers is
-    Python 3.14's); its jsii kernel sees the end of its pipe and exits too."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    """End every worker now, also one still starting; its jsii kernel sees the end of its pipe and
+    exits too. The pool's workers are this process's only multiprocessing children, so the public
+    multiprocessing.active_children() finds them (ProcessPoolExecutor.terminate_workers is Python 3.14's)."""
+    for process in multiprocessing.active_children():
         process.terminate()
     pool.shutdown(wait=False, cancel_futures=True)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
+import socket
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 import yaml
 
 from .client import ApiClient
-from .cluster import ApiServer, Running, StartError, _wait, free_port, process, write_kubeconfig
+from .cluster import ApiServer, Running, StartError, _wait, free_port, listening, process, write_kubeconfig
 
 NAMESPACE = "argocd"
 #: Kinds Argo CD is told to leave alone here: their servers are kwok pods, which run no code, so the
@@ -78,22 +79,11 @@ def install_settings(client: ApiClient, manifests: Path, tree_cm: Path | None) -
 
 
 def _redis_ready(port: int) -> bool:
-    import socket
-
+    """redis-server answers PING on 127.0.0.1:`port`: it serves, not only listens."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
             sock.sendall(b"PING\r\n")
             return sock.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
-def _listening(port: int) -> bool:
-    import socket
-
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
     except OSError:
         return False
 
@@ -135,7 +125,7 @@ def running(bin_dir: Path, server: ApiServer, say) -> Iterator[Running]:
             [str(bin_dir / "argocd"), "repo-server", "--address", "127.0.0.1", "--port", str(repo_port),
              "--metrics-address", "127.0.0.1", "--metrics-port", str(repo_metrics),
              "--redis", f"127.0.0.1:{redis_port}", "--loglevel", "info"], log, env=env))
-        _wait(lambda: _listening(repo_port), proc, "argocd repo-server", log)
+        _wait(lambda: listening(repo_port), proc, "argocd repo-server", log)
         started.procs.append(("argocd repo-server", proc, log))
         log = work / "application-controller.log"
         proc = stack.enter_context(process(

@@ -104,7 +104,8 @@ def _wait(ready, proc: subprocess.Popen[bytes], name: str, log: Path) -> None:
         time.sleep(0.3)
 
 
-def _etcd_ready(port: int) -> bool:
+def listening(port: int) -> bool:
+    """Something accepts TCP connections on 127.0.0.1:`port` (a component that is up)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1):
             return True
@@ -150,7 +151,7 @@ def api_server(bin_dir: Path, say) -> Iterator[ApiServer]:
         say(f"starting etcd on 127.0.0.1:{etcd_port} (data in {work})")
         etcd_log = work / "etcd.log"
         etcd = stack.enter_context(process(etcd_argv(bin_dir, work / "etcd", etcd_port, peer_port), etcd_log))
-        _wait(lambda: _etcd_ready(etcd_port), etcd, "etcd", etcd_log)
+        _wait(lambda: listening(etcd_port), etcd, "etcd", etcd_log)
         say(f"starting kube-apiserver on https://127.0.0.1:{port}")
         log = work / "kube-apiserver.log"
         apiserver = stack.enter_context(process(apiserver_argv(bin_dir, work, etcd_port, port), log))

@@ -80,17 +80,17 @@ def sync_line(name: str, first: str, outcome: sync.SyncOutcome) -> str:
             f"{outcome.nodes} kwok nodes{left}; {outcome.seconds:.0f}s")
 
 
-def sync_cluster(bin_dir: Path, folder: Path, locator, vendored: list[crds.Crd],
-                 change: bool) -> tuple[list[str], bool]:
+def sync_cluster(bin_dir: Path, folder: Path, objects: list[tree.TreeObject], accepted: str, locator,
+                 vendored: list[crds.Crd], change: bool) -> tuple[list[str], bool]:
     """The sync stage of one cluster (in a thread of its own): its output lines, and whether it held.
-    The last line is the cluster's, with {accepted} where the API server's count goes."""
+    `objects` are the folder's, as the API server stage read them; `accepted` is that stage's count."""
     name = folder.name
 
     def said(message: str) -> None:
         say(message if message.startswith(f"{name}:") else f"{name}: {message.strip()}")
 
     said(f"the sync stage (Argo CD {build.ARGOCD_VERSION} on a fresh API server)")
-    missing = charts_missing(folder, locator)
+    missing = charts_missing(objects, locator)
     if missing:  # no chart at all: the waves after the charts' CRDs could never converge; say so at once
         return [f"rehearse {name}: FAILED: the sync stage needs the pinned Helm charts and found none of its "
                 f"{missing[0]} ({missing[1]}); {missing[2]}"], False
@@ -100,7 +100,7 @@ def sync_cluster(bin_dir: Path, folder: Path, locator, vendored: list[crds.Crd],
             if change:
                 second, changed = rehearse_change.second_rendering(folder, Path(work))
                 said(f"second rendering: {'; '.join(changed)}")
-            result = sync.rehearse_cluster(bin_dir, folder, locator, said, second, vendored)
+            result = sync.rehearse_cluster(bin_dir, folder, locator, said, second, vendored, objects)
     except (sync.SyncFailed, rehearse_change.NoChange, RuntimeError, OSError) as exc:
         return [f"rehearse {name}: FAILED: {exc}"], False
     lines = [f"  {name}: rewritten for loopback: {line}" for line in result.rewrites.lines]
@@ -108,18 +108,14 @@ def sync_cluster(bin_dir: Path, folder: Path, locator, vendored: list[crds.Crd],
     lines += [f"  {name}: not played: {line}" for line in result.rewrites.left_out]
     if result.timeline:
         lines.append(f"  {name}: timeline: {result.timeline}")
-    return [*lines, sync_line(name, "{accepted}", result)], True
+    return [*lines, sync_line(name, accepted, result)], True
 
 
-def charts_missing(folder: Path, locator) -> tuple[int, str, str] | None:
+def charts_missing(objects: list[tree.TreeObject], locator) -> tuple[int, str, str] | None:
     """When not one chart of the tree's Helm Applications can be found: (how many there are, why the
     first was not found, the fix); None when one was found, or there are none."""
-    sources = []
-    for path in sorted((folder / "apps").glob("*.yaml")):
-        doc = yaml.safe_load(path.read_text())
-        source = HelmSource.of(doc) if isinstance(doc, dict) and doc.get("kind") == "Application" else None
-        if source is not None:
-            sources.append(source)
+    sources = [source for obj in objects if obj.group_kind == ("argoproj.io", "Application")
+               if (source := HelmSource.of(obj.body)) is not None]
     found = [locator.find(source) for source in sources]
     if not sources or any(f.path is not None for f in found):
         return None
@@ -170,13 +166,12 @@ def run(dist: Path, names: list[str], stages: str = "all", change: bool = True, 
         return 1
     locator = locator_from_env()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # each cluster has its own processes and ports
-        futures = [pool.submit(sync_cluster, bin_dir, folder, locator, vendored, change) for folder in first]
+        futures = [pool.submit(sync_cluster, bin_dir, folder, trees[folder], accepted, locator, vendored, change)
+                   for folder, accepted in first.items()]
         try:
-            for folder, future in zip(first, futures, strict=True):  # in cluster order, each as soon as it can be
+            for future in futures:  # in cluster order, each as soon as it can be
                 lines, ok = future.result()
-                for line in lines[:-1]:
-                    print(line)
-                print(lines[-1].replace("{accepted}", first[folder]), flush=True)
+                print("\n".join(lines), flush=True)
                 failed += not ok
         except BaseException:  # Ctrl-C, SIGTERM: the clusters still syncing stop at their next poll
             sync.STOP.set()

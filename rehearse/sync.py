@@ -288,12 +288,13 @@ def expected_apps(folder: Path) -> tuple[str, set[str]]:
 
 
 def rehearse_cluster(bin_dir: Path, tree: Path, locator: ChartLocator, say, change: Path | None = None,
-                     vendored: list[crds.Crd] | None = None) -> SyncOutcome:
-    """The sync stage for one cluster's committed tree (`tree` = dist/<cluster>/), and, when given, a
-    second rendering (`change`) committed over it; SyncFailed naming what did not hold."""
+                     vendored: list[crds.Crd] | None = None, objects: list[TreeObject] | None = None) -> SyncOutcome:
+    """The sync stage for one cluster's committed tree (`tree` = dist/<cluster>/, its `objects` when
+    already read), and, when given, a second rendering (`change`) committed over it; SyncFailed
+    naming what did not hold."""
     outcome = SyncOutcome()
     started = time.monotonic()
-    objects = read_cluster(tree)
+    objects = read_cluster(tree) if objects is None else objects
     vendored = crds.load() if vendored is None else vendored
     manifests = build.module_source("argocd", "github.com/argoproj/argo-cd/v3") / "manifests" / "base" / "config"
     with cluster.api_server(bin_dir, say) as server:
